@@ -1,0 +1,18 @@
+# One option per backend: auto-detected when left unset, a configure error
+# when requested (ON) but missing.
+set(HVD_WITH_MPI AUTO CACHE STRING "Build the MPI backend (ON, OFF or AUTO)")
+
+if(HVD_WITH_MPI)  # AUTO and ON are both true here
+  if(HVD_WITH_MPI STREQUAL "AUTO")
+    find_package(MPI COMPONENTS C)
+  else()
+    find_package(MPI REQUIRED COMPONENTS C)
+  endif()
+endif()
+set(HVD_HAVE_MPI ${MPI_C_FOUND})
+
+if(NOT HVD_HAVE_MPI)
+  message(FATAL_ERROR "horovodcpp needs at least one CPU transport: install Open MPI "
+                      "(apt-get install libopenmpi-dev openmpi-bin) or run scripts/setup.sh")
+endif()
+message(STATUS "horovodcpp backends: MPI=${HVD_HAVE_MPI}")

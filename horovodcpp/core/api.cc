@@ -1,0 +1,109 @@
+// The public free functions: each finds the current Runtime and forwards.
+#include <cstdlib>
+#include <mutex>
+
+#include "core/check.h"
+#include "core/runtime.h"
+#include "horovodcpp/horovodcpp.h"
+
+namespace hvd {
+namespace {
+
+std::mutex g_runtime_mutex;
+std::shared_ptr<Runtime> g_runtime;
+
+std::shared_ptr<Runtime> current() {
+  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  HVD_CHECK(g_runtime, InvalidArgument, "horovodcpp is not initialized: call hvd::init() first");
+  return g_runtime;
+}
+
+Work submit(OpType op_type, const std::string& name, const TensorView& input,
+            const TensorView& output, ReduceOp op = ReduceOp::kSum, int root_rank = 0,
+            double prescale = 1.0, double postscale = 1.0) {
+  Request request;
+  request.op_type = op_type;
+  request.name = name;
+  request.reduce_op = op;
+  request.root_rank = root_rank;
+  request.prescale_factor = prescale;
+  request.postscale_factor = postscale;
+  return current()->submit(std::move(request), input, output);
+}
+
+}  // namespace
+
+void init() {
+  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  if (g_runtime) return;
+  g_runtime = std::make_shared<Runtime>();
+  // Registered after the transport's own exit handlers (MPI_Finalize), so it
+  // runs before them: a program that forgets shutdown() still exits cleanly.
+  static const bool registered = [] { return std::atexit([] { shutdown(); }) == 0; }();
+  (void)registered;
+}
+
+void shutdown() {
+  std::shared_ptr<Runtime> runtime;
+  {
+    std::lock_guard<std::mutex> lock(g_runtime_mutex);
+    runtime.swap(g_runtime);
+  }
+  runtime.reset();  // stops the coordinator once no submission holds it
+}
+
+bool is_initialized() {
+  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  return g_runtime != nullptr;
+}
+
+int rank() { return current()->topology().rank; }
+int size() { return current()->topology().size; }
+int local_rank() { return current()->topology().local_rank; }
+int local_size() { return current()->topology().local_size; }
+int cross_rank() { return current()->topology().cross_rank; }
+int cross_size() { return current()->topology().cross_size; }
+
+Work allreduce_async(const TensorView& input, const TensorView& output, const std::string& name,
+                     ReduceOp op, double prescale_factor, double postscale_factor) {
+  return submit(OpType::kAllreduce, name, input, output, op, 0, prescale_factor,
+                postscale_factor);
+}
+
+Work allreduce_async(const TensorView& tensor, const std::string& name, ReduceOp op,
+                     double prescale_factor, double postscale_factor) {
+  return allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor);
+}
+
+void allreduce(const TensorView& input, const TensorView& output, const std::string& name,
+               ReduceOp op, double prescale_factor, double postscale_factor) {
+  allreduce_async(input, output, name, op, prescale_factor, postscale_factor).wait();
+}
+
+void allreduce(const TensorView& tensor, const std::string& name, ReduceOp op,
+               double prescale_factor, double postscale_factor) {
+  allreduce_async(tensor, name, op, prescale_factor, postscale_factor).wait();
+}
+
+Work allgather_async(const TensorView& input, const std::string& name) {
+  return submit(OpType::kAllgather, name, input, input);
+}
+
+Tensor allgather(const TensorView& input, const std::string& name) {
+  return allgather_async(input, name).output();
+}
+
+Work broadcast_async(const TensorView& tensor, int root_rank, const std::string& name) {
+  return submit(OpType::kBroadcast, name, tensor, tensor, ReduceOp::kSum, root_rank);
+}
+
+void broadcast(const TensorView& tensor, int root_rank, const std::string& name) {
+  broadcast_async(tensor, root_rank, name).wait();
+}
+
+void barrier() {
+  TensorView nothing(nullptr, DataType::kUInt8, {0});
+  submit(OpType::kBarrier, "", nothing, nothing).wait();
+}
+
+}  // namespace hvd

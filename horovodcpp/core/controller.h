@@ -1,0 +1,31 @@
+// Controller: the control plane the coordinator negotiates over. Rank 0
+// gathers every rank's requests and broadcasts the agreed responses.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hvd {
+
+struct Topology {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;  // rank among the processes on this host
+  int local_size = 1;
+  int cross_rank = 0;  // index of this host (among ranks with this local_rank)
+  int cross_size = 1;
+};
+
+class Controller {
+ public:
+  virtual ~Controller() = default;
+  virtual const Topology& topology() const = 0;
+
+  // Collective: rank 0 returns every rank's message indexed by rank; the
+  // other ranks return an empty vector.
+  virtual std::vector<std::string> gather_to_root(const std::string& message) = 0;
+  // Collective: every rank returns rank 0's message.
+  virtual std::string broadcast_from_root(const std::string& message) = 0;
+};
+
+}  // namespace hvd

@@ -1,0 +1,102 @@
+#include "core/coordinator.h"
+
+#include <sstream>
+
+#include "core/check.h"
+#include "core/env.h"
+#include "core/logging.h"
+
+namespace hvd {
+namespace {
+
+std::chrono::microseconds read_cycle_time() {
+  double ms = env_double("CYCLE_TIME", 1.0);
+  HVD_CHECK(ms >= 0, InvalidArgument, "HOROVODCPP_CYCLE_TIME must be >= 0, got " << ms);
+  return std::chrono::microseconds(static_cast<long long>(ms * 1000));
+}
+
+std::string shutdown_message(const std::vector<std::int32_t>& ranks) {
+  std::ostringstream out;
+  out << "horovodcpp was shut down (shutdown() called on rank";
+  out << (ranks.size() > 1 ? "s " : " ");
+  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  out << ") before this operation completed on every rank";
+  return out.str();
+}
+
+}  // namespace
+
+Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& queue)
+    : controller_(controller),
+      queue_(queue),
+      executor_(backend, controller.topology()),
+      table_(controller.topology().size),
+      cycle_time_(read_cycle_time()) {}
+
+Coordinator::~Coordinator() { stop(); }
+
+void Coordinator::start() { thread_ = std::thread([this] { loop(); }); }
+
+void Coordinator::stop() {
+  stop_requested_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void Coordinator::loop() {
+  try {
+    auto next_cycle = std::chrono::steady_clock::now();
+    while (run_cycle()) {
+      // A fixed cadence: every rank must join every cycle's negotiation.
+      next_cycle += cycle_time_;
+      auto now = std::chrono::steady_clock::now();
+      if (next_cycle > now) {
+        std::this_thread::sleep_until(next_cycle);
+      } else {
+        next_cycle = now;
+      }
+    }
+  } catch (const std::exception& e) {
+    HVD_LOG(Error) << "coordinator stopped: " << e.what();
+    fail_everything_left(std::make_exception_ptr(
+        BackendError(std::string("horovodcpp coordinator failed: ") + e.what())));
+  }
+}
+
+bool Coordinator::run_cycle() {
+  RequestList mine;
+  mine.requests = queue_.pop_new_requests();
+  mine.shutdown = stop_requested_;
+  ResponseList agreed = negotiate(mine);
+
+  for (const Response& response : agreed.responses) {
+    executor_.execute(response, queue_.take(response.name));
+  }
+  if (agreed.shutdown_ranks.empty()) return true;
+  fail_everything_left(std::make_exception_ptr(RankFailure(shutdown_message(agreed.shutdown_ranks))));
+  return false;
+}
+
+ResponseList Coordinator::negotiate(const RequestList& mine) {
+  std::vector<std::string> gathered = controller_.gather_to_root(serialize(mine));
+  std::string agreed;
+  if (controller_.topology().rank == 0) {
+    ResponseList responses;
+    for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+      RequestList list = parse_request_list(gathered[rank]);
+      if (list.shutdown) responses.shutdown_ranks.push_back(static_cast<std::int32_t>(rank));
+      for (Request& request : list.requests) {
+        request.rank = static_cast<std::int32_t>(rank);
+        table_.add(std::move(request));
+      }
+    }
+    responses.responses = table_.take_ready();
+    agreed = serialize(responses);
+  }
+  return parse_response_list(controller_.broadcast_from_root(agreed));
+}
+
+void Coordinator::fail_everything_left(std::exception_ptr reason) {
+  for (TensorEntry& entry : queue_.close(reason)) entry.work->fail(reason);
+}
+
+}  // namespace hvd

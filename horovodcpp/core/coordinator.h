@@ -1,0 +1,45 @@
+// Coordinator: the background thread. Each cycle it sends this rank's new
+// requests to rank 0, receives the agreed responses and executes them in
+// that order, so every rank runs the same collectives in the same order.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "core/backend.h"
+#include "core/collective_executor.h"
+#include "core/controller.h"
+#include "core/message_table.h"
+#include "core/tensor_queue.h"
+
+namespace hvd {
+
+class Coordinator {
+ public:
+  // Reads HOROVODCPP_CYCLE_TIME (milliseconds between cycles, default 1).
+  Coordinator(Controller& controller, Backend& backend, TensorQueue& queue);
+  ~Coordinator();  // stop() + join
+
+  void start();
+  // Asks every rank to stop at the next cycle; returns once this rank has.
+  void stop();
+
+ private:
+  void loop();
+  // Returns false once the job is shutting down.
+  bool run_cycle();
+  ResponseList negotiate(const RequestList& mine);
+  void fail_everything_left(std::exception_ptr reason);
+
+  Controller& controller_;
+  TensorQueue& queue_;
+  CollectiveExecutor executor_;
+  MessageTable table_;  // used on rank 0 only
+  std::chrono::microseconds cycle_time_;
+  std::atomic<bool> stop_requested_{false};
+  std::thread thread_;
+};
+
+}  // namespace hvd

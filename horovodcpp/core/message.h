@@ -1,0 +1,66 @@
+// The negotiation messages: each rank sends its new Requests to rank 0,
+// which answers every rank with the same ordered list of Responses.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "horovodcpp/types.h"
+
+namespace hvd {
+
+enum class OpType : std::uint8_t { kAllreduce, kAllgather, kBroadcast, kBarrier };
+const char* op_type_name(OpType type);
+
+// One rank's submission of one named tensor.
+struct Request {
+  std::int32_t rank = 0;
+  OpType op_type = OpType::kAllreduce;
+  std::string name;
+  DataType dtype = DataType::kFloat32;
+  std::vector<std::int64_t> shape;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  std::int32_t root_rank = 0;
+  double prescale_factor = 1.0;
+  double postscale_factor = 1.0;
+  Device device;
+  // Non-empty if the submission failed local validation; rank 0 then fails
+  // the tensor on every rank with this message.
+  std::string error;
+};
+
+struct RequestList {
+  std::vector<Request> requests;
+  bool shutdown = false;  // this rank is shutting down
+};
+
+// How an error Response is raised on each rank.
+enum class ErrorKind : std::uint8_t { kNone, kInvalidArgument, kMismatch, kRankFailure };
+std::exception_ptr make_error(ErrorKind kind, const std::string& message);
+
+// Rank 0's verdict on one tensor, executed by every rank in list order.
+struct Response {
+  OpType op_type = OpType::kAllreduce;
+  std::string name;
+  ErrorKind error_kind = ErrorKind::kNone;
+  std::string error_message;
+  // Allgather: the first dimension of each rank's tensor, indexed by rank.
+  std::vector<std::int64_t> first_dims;
+};
+
+struct ResponseList {
+  std::vector<Response> responses;
+  // Ranks that called shutdown(); if any did, every rank stops after this
+  // cycle and fails what is still pending.
+  std::vector<std::int32_t> shutdown_ranks;
+};
+
+std::string serialize(const RequestList& list);
+std::string serialize(const ResponseList& list);
+// Throw hvd::Error on truncated or malformed input.
+RequestList parse_request_list(const std::string& bytes);
+ResponseList parse_response_list(const std::string& bytes);
+
+}  // namespace hvd

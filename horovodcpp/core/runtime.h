@@ -1,0 +1,40 @@
+// Runtime: everything init() creates and shutdown() destroys. It owns the
+// transport (controller + backend), the queue and the coordinator, and
+// turns API calls into queued entries.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "core/coordinator.h"
+#include "core/tensor_queue.h"
+#include "core/transport.h"
+#include "horovodcpp/work.h"
+
+namespace hvd {
+
+class Runtime {
+ public:
+  // Transport from HOROVODCPP_CPU_OPERATIONS / HOROVODCPP_CONTROLLER, else
+  // the first one this build has.
+  Runtime();
+  ~Runtime();  // stops the coordinator (a job-wide shutdown)
+
+  const Topology& topology() const { return transport_.controller->topology(); }
+
+  // Validates locally (errors travel with the request to every rank),
+  // names unnamed tensors and queues the entry.
+  Work submit(Request request, const TensorView& input, const TensorView& output);
+
+ private:
+  std::string auto_name(OpType op_type);
+
+  Transport transport_;
+  TensorQueue queue_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::array<std::atomic<long long>, 4> unnamed_counts_{};  // per OpType
+};
+
+}  // namespace hvd

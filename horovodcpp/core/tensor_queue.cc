@@ -1,0 +1,47 @@
+#include "core/tensor_queue.h"
+
+#include "core/check.h"
+
+namespace hvd {
+
+void TensorQueue::push(TensorEntry entry) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_reason_) std::rethrow_exception(closed_reason_);
+  const std::string name = entry.request.name;
+  HVD_CHECK(entries_.count(name) == 0, InvalidArgument,
+            "a tensor named '" << name << "' is already in flight on this rank; wait for it "
+                                  "before submitting that name again");
+  entries_.emplace(name, std::move(entry));
+  new_names_.push_back(name);
+}
+
+std::vector<Request> TensorQueue::pop_new_requests() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Request> requests;
+  requests.reserve(new_names_.size());
+  for (const std::string& name : new_names_) requests.push_back(entries_.at(name).request);
+  new_names_.clear();
+  return requests;
+}
+
+TensorEntry TensorQueue::take(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(name);
+  HVD_CHECK(it != entries_.end(), Error, "no tensor named '" << name << "' is in flight");
+  TensorEntry entry = std::move(it->second);
+  entries_.erase(it);
+  return entry;
+}
+
+std::vector<TensorEntry> TensorQueue::close(std::exception_ptr reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  closed_reason_ = reason;
+  std::vector<TensorEntry> left;
+  left.reserve(entries_.size());
+  for (auto& [name, entry] : entries_) left.push_back(std::move(entry));
+  entries_.clear();
+  new_names_.clear();
+  return left;
+}
+
+}  // namespace hvd

@@ -1,0 +1,47 @@
+// TensorQueue: submissions from user threads, handed to the coordinator.
+// It also owns the in-flight table (name -> entry) that catches duplicate
+// names and that responses are matched against.
+#pragma once
+
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/message.h"
+#include "core/work_state.h"
+#include "horovodcpp/tensor.h"
+
+namespace hvd {
+
+struct TensorEntry {
+  Request request;
+  TensorView input;
+  TensorView output;  // allreduce output; equals input when in place
+  std::shared_ptr<detail::WorkState> work;
+};
+
+class TensorQueue {
+ public:
+  // Queues a submission. Throws InvalidArgument if this rank already has a
+  // tensor of that name in flight, or the closing error once closed.
+  void push(TensorEntry entry);
+  // Requests queued since the last call, in submission order; their entries
+  // stay in flight until take().
+  std::vector<Request> pop_new_requests();
+  // Removes and returns the in-flight entry of `name`.
+  TensorEntry take(const std::string& name);
+  // Refuses further pushes with `reason` and returns every entry left.
+  std::vector<TensorEntry> close(std::exception_ptr reason);
+
+ private:
+  std::mutex mutex_;
+  std::deque<std::string> new_names_;
+  std::unordered_map<std::string, TensorEntry> entries_;
+  std::exception_ptr closed_reason_;
+};
+
+}  // namespace hvd

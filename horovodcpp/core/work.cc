@@ -1,0 +1,76 @@
+#include "horovodcpp/work.h"
+
+#include "core/check.h"
+#include "core/work_state.h"
+
+namespace hvd {
+namespace detail {
+
+void WorkState::complete(Tensor output) { finish(std::move(output), nullptr); }
+
+void WorkState::fail(std::exception_ptr error) { finish(Tensor(), std::move(error)); }
+
+void WorkState::finish(Tensor output, std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return;  // the first outcome wins (e.g. shutdown racing completion)
+    done_ = true;
+    output_ = std::move(output);
+    error_ = std::move(error);
+  }
+  done_cv_.notify_all();
+}
+
+bool WorkState::wait(std::optional<std::chrono::milliseconds> timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!timeout) {
+    done_cv_.wait(lock, [this] { return done_; });
+    return true;
+  }
+  return done_cv_.wait_for(lock, *timeout, [this] { return done_; });
+}
+
+bool WorkState::done() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
+std::exception_ptr WorkState::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+const Tensor& WorkState::output() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return output_;
+}
+
+}  // namespace detail
+
+Work::Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}
+
+void Work::wait(std::optional<std::chrono::milliseconds> timeout) const {
+  HVD_CHECK(state_, InvalidArgument, "wait() on an empty Work handle");
+  if (!state_->wait(timeout)) {
+    HVD_THROW(Timeout, "operation did not complete within " << timeout->count()
+                                                            << " ms; it is still in flight");
+  }
+  if (auto error = state_->error()) std::rethrow_exception(error);
+}
+
+bool Work::poll() const {
+  HVD_CHECK(state_, InvalidArgument, "poll() on an empty Work handle");
+  return state_->done();
+}
+
+std::exception_ptr Work::error() const {
+  HVD_CHECK(state_, InvalidArgument, "error() on an empty Work handle");
+  return state_->error();
+}
+
+const Tensor& Work::output() const {
+  wait();
+  return state_->output();
+}
+
+}  // namespace hvd

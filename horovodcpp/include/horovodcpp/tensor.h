@@ -1,0 +1,68 @@
+// TensorView: a non-owning view of caller memory. Tensor: memory the
+// library allocated for a result (allgather output).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "horovodcpp/types.h"
+
+namespace hvd {
+
+// A dense, row-major (contiguous) tensor in caller-owned memory.
+struct TensorView {
+  void* data = nullptr;
+  DataType dtype = DataType::kFloat32;
+  std::vector<std::int64_t> shape;  // empty shape: a scalar
+  Device device;
+
+  TensorView() = default;
+  TensorView(void* data, DataType dtype, std::vector<std::int64_t> shape,
+             Device device = Device::cpu())
+      : data(data), dtype(dtype), shape(std::move(shape)), device(device) {}
+
+  std::int64_t num_elements() const;
+  std::size_t size_bytes() const;
+};
+
+// A view of a typed buffer: view(vec.data(), {rows, cols}).
+template <typename T>
+TensorView view(T* data, std::vector<std::int64_t> shape) {
+  return TensorView(data, dtype_of<T>(), std::move(shape));
+}
+template <typename T>
+TensorView view(std::vector<T>& values) {
+  return TensorView(values.data(), dtype_of<T>(),
+                    {static_cast<std::int64_t>(values.size())});
+}
+
+// A CPU tensor that owns its memory (shared between copies of the Tensor).
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(DataType dtype, std::vector<std::int64_t> shape);
+
+  DataType dtype() const { return dtype_; }
+  const std::vector<std::int64_t>& shape() const { return shape_; }
+  std::int64_t num_elements() const;
+  std::size_t size_bytes() const;
+  void* data() { return storage_ ? storage_->data() : nullptr; }
+  const void* data() const { return storage_ ? storage_->data() : nullptr; }
+  template <typename T>
+  T* data_as() { return static_cast<T*>(data()); }
+  template <typename T>
+  const T* data_as() const { return static_cast<const T*>(data()); }
+  TensorView view();
+
+ private:
+  DataType dtype_ = DataType::kFloat32;
+  std::vector<std::int64_t> shape_;
+  std::shared_ptr<std::vector<unsigned char>> storage_;
+};
+
+// "[2, 3]"
+std::string shape_str(const std::vector<std::int64_t>& shape);
+
+}  // namespace hvd

@@ -1,0 +1,39 @@
+// Work: the handle of an asynchronous collective.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+
+#include "horovodcpp/tensor.h"
+
+namespace hvd {
+
+namespace detail {
+class WorkState;
+}
+
+class Work {
+ public:
+  Work() = default;
+  explicit Work(std::shared_ptr<detail::WorkState> state);
+
+  // Blocks until the operation completes; rethrows its error (hvd::Error).
+  // With a timeout, throws hvd::Timeout if it has not completed by then;
+  // the operation stays in flight and can be waited on again.
+  void wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt) const;
+  // True once the operation has completed, successfully or not.
+  bool poll() const;
+  // The error of a completed operation; null if it succeeded or is running.
+  std::exception_ptr error() const;
+  // The library-allocated output (allgather); waits for completion first.
+  const Tensor& output() const;
+
+  bool valid() const { return state_ != nullptr; }
+
+ private:
+  std::shared_ptr<detail::WorkState> state_;
+};
+
+}  // namespace hvd

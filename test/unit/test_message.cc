@@ -1,0 +1,116 @@
+// Round trips of the negotiation messages and rejection of corrupt input.
+#include <gtest/gtest.h>
+
+#include "core/message.h"
+#include "horovodcpp/errors.h"
+
+namespace hvd {
+namespace {
+
+Request sample_request(int rank, const std::string& name) {
+  Request r;
+  r.rank = rank;
+  r.op_type = OpType::kBroadcast;
+  r.name = name;
+  r.dtype = DataType::kBFloat16;
+  r.shape = {3, 0, 7};
+  r.reduce_op = ReduceOp::kProduct;
+  r.root_rank = 2;
+  r.prescale_factor = 0.125;
+  r.postscale_factor = -3.5;
+  r.device = Device::cuda(1);
+  r.error = "output has 3 elements but input has 4";
+  return r;
+}
+
+void expect_equal(const Request& a, const Request& b) {
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.op_type, b.op_type);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.dtype, b.dtype);
+  EXPECT_EQ(a.shape, b.shape);
+  EXPECT_EQ(a.reduce_op, b.reduce_op);
+  EXPECT_EQ(a.root_rank, b.root_rank);
+  EXPECT_EQ(a.prescale_factor, b.prescale_factor);
+  EXPECT_EQ(a.postscale_factor, b.postscale_factor);
+  EXPECT_EQ(a.device, b.device);
+  EXPECT_EQ(a.error, b.error);
+}
+
+TEST(MessageTest, RequestListRoundTrip) {
+  RequestList list;
+  list.shutdown = true;
+  list.requests = {sample_request(1, "grad/fc1.weight"), sample_request(3, "")};
+  list.requests[1].op_type = OpType::kAllgather;
+  list.requests[1].shape = {};
+  list.requests[1].error = "";
+
+  RequestList back = parse_request_list(serialize(list));
+  EXPECT_TRUE(back.shutdown);
+  ASSERT_EQ(back.requests.size(), 2u);
+  expect_equal(back.requests[0], list.requests[0]);
+  expect_equal(back.requests[1], list.requests[1]);
+}
+
+TEST(MessageTest, EmptyListsRoundTrip) {
+  RequestList requests = parse_request_list(serialize(RequestList{}));
+  EXPECT_FALSE(requests.shutdown);
+  EXPECT_TRUE(requests.requests.empty());
+  ResponseList responses = parse_response_list(serialize(ResponseList{}));
+  EXPECT_TRUE(responses.shutdown_ranks.empty());
+  EXPECT_TRUE(responses.responses.empty());
+}
+
+TEST(MessageTest, ResponseListRoundTrip) {
+  ResponseList list;
+  list.shutdown_ranks = {0, 5};
+  Response ok;
+  ok.op_type = OpType::kAllgather;
+  ok.name = "embeddings";
+  ok.first_dims = {4, 0, 9};
+  Response failed;
+  failed.op_type = OpType::kAllreduce;
+  failed.name = "loss";
+  failed.error_kind = ErrorKind::kMismatch;
+  failed.error_message = "dtype differs";
+  list.responses = {ok, failed};
+
+  ResponseList back = parse_response_list(serialize(list));
+  EXPECT_EQ(back.shutdown_ranks, list.shutdown_ranks);
+  ASSERT_EQ(back.responses.size(), 2u);
+  EXPECT_EQ(back.responses[0].op_type, OpType::kAllgather);
+  EXPECT_EQ(back.responses[0].name, "embeddings");
+  EXPECT_EQ(back.responses[0].error_kind, ErrorKind::kNone);
+  EXPECT_EQ(back.responses[0].first_dims, ok.first_dims);
+  EXPECT_EQ(back.responses[1].error_kind, ErrorKind::kMismatch);
+  EXPECT_EQ(back.responses[1].error_message, "dtype differs");
+}
+
+TEST(MessageTest, TruncatedInputIsRejectedAtEveryLength) {
+  RequestList list;
+  list.requests = {sample_request(0, "w")};
+  const std::string bytes = serialize(list);
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_THROW(parse_request_list(bytes.substr(0, n)), Error) << "length " << n;
+  }
+  EXPECT_THROW(parse_request_list(bytes + "x"), Error);
+}
+
+TEST(MessageTest, InvalidEnumIsRejected) {
+  RequestList list;
+  list.requests = {sample_request(0, "w")};
+  std::string bytes = serialize(list);
+  // Layout: shutdown(1) count(8) rank(4) op_type(1) ...
+  bytes[1 + 8 + 4] = 9;
+  EXPECT_THROW(parse_request_list(bytes), Error);
+}
+
+TEST(MessageTest, ErrorKindsMapToExceptionTypes) {
+  EXPECT_THROW(std::rethrow_exception(make_error(ErrorKind::kMismatch, "m")), Mismatch);
+  EXPECT_THROW(std::rethrow_exception(make_error(ErrorKind::kInvalidArgument, "i")),
+               InvalidArgument);
+  EXPECT_THROW(std::rethrow_exception(make_error(ErrorKind::kRankFailure, "r")), RankFailure);
+}
+
+}  // namespace
+}  // namespace hvd

@@ -1,0 +1,150 @@
+// Rank 0's negotiation: readiness, agreed order and mismatch messages.
+#include <gtest/gtest.h>
+
+#include "core/message_table.h"
+#include "horovodcpp/errors.h"
+
+namespace hvd {
+namespace {
+
+Request allreduce_request(int rank, const std::string& name) {
+  Request r;
+  r.rank = rank;
+  r.op_type = OpType::kAllreduce;
+  r.name = name;
+  r.dtype = DataType::kFloat32;
+  r.shape = {4, 2};
+  r.reduce_op = ReduceOp::kAverage;
+  return r;
+}
+
+std::vector<Request> agreeing(int size, const std::string& name) {
+  std::vector<Request> requests;
+  for (int rank = 0; rank < size; ++rank) requests.push_back(allreduce_request(rank, name));
+  return requests;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(MessageTableTest, ReadyOnlyWhenEveryRankSubmitted) {
+  MessageTable table(3);
+  table.add(allreduce_request(0, "a"));
+  table.add(allreduce_request(2, "a"));
+  EXPECT_TRUE(table.take_ready().empty());
+  table.add(allreduce_request(1, "a"));
+  auto ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].name, "a");
+  EXPECT_EQ(ready[0].error_kind, ErrorKind::kNone);
+  EXPECT_EQ(table.pending(), 0u);
+  EXPECT_TRUE(table.take_ready().empty());
+}
+
+TEST(MessageTableTest, OrderIsTheOrderOfCompletion) {
+  MessageTable table(2);
+  // Rank 0 submits a, b, c; rank 1 submits c, a, b.
+  for (const char* name : {"a", "b", "c"}) table.add(allreduce_request(0, name));
+  for (const char* name : {"c", "a", "b"}) table.add(allreduce_request(1, name));
+  auto ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 3u);
+  EXPECT_EQ(ready[0].name, "c");
+  EXPECT_EQ(ready[1].name, "a");
+  EXPECT_EQ(ready[2].name, "b");
+}
+
+TEST(MessageTableTest, SameRankTwiceIsAnInternalError) {
+  MessageTable table(2);
+  table.add(allreduce_request(1, "a"));
+  EXPECT_THROW(table.add(allreduce_request(1, "a")), Error);
+  EXPECT_THROW(table.add(allreduce_request(2, "b")), Error);
+}
+
+TEST(BuildResponseTest, DtypeMismatchNamesTensorFieldValuesAndRanks) {
+  auto requests = agreeing(3, "grad/w");
+  requests[1].dtype = DataType::kFloat64;
+  Response r = build_response(requests);
+  EXPECT_EQ(r.error_kind, ErrorKind::kMismatch);
+  EXPECT_TRUE(contains(r.error_message, "'grad/w'")) << r.error_message;
+  EXPECT_TRUE(contains(r.error_message, "dtype")) << r.error_message;
+  EXPECT_TRUE(contains(r.error_message, "float32 on ranks 0, 2")) << r.error_message;
+  EXPECT_TRUE(contains(r.error_message, "float64 on rank 1")) << r.error_message;
+}
+
+TEST(BuildResponseTest, EachAllreduceFieldIsChecked) {
+  struct Case {
+    const char* field;
+    void (*change)(Request&);
+    const char* value;
+  };
+  const Case cases[] = {
+      {"shape", [](Request& r) { r.shape = {8}; }, "[8] on rank 1"},
+      {"reduce op", [](Request& r) { r.reduce_op = ReduceOp::kMax; }, "Max on rank 1"},
+      {"prescale factor", [](Request& r) { r.prescale_factor = 0.5; }, "0.5 on rank 1"},
+      {"postscale factor", [](Request& r) { r.postscale_factor = 2; }, "2 on rank 1"},
+      {"device", [](Request& r) { r.device = Device::cuda(0); }, "cuda:0 on rank 1"},
+      {"operation", [](Request& r) { r.op_type = OpType::kAllgather; }, "allgather on rank 1"},
+  };
+  for (const Case& c : cases) {
+    auto requests = agreeing(2, "t");
+    c.change(requests[1]);
+    Response r = build_response(requests);
+    EXPECT_EQ(r.error_kind, ErrorKind::kMismatch) << c.field;
+    EXPECT_TRUE(contains(r.error_message, std::string(c.field) + " differs")) << r.error_message;
+    EXPECT_TRUE(contains(r.error_message, c.value)) << r.error_message;
+  }
+}
+
+TEST(BuildResponseTest, AllgatherAllowsDifferentFirstDimensionOnly) {
+  auto requests = agreeing(3, "rows");
+  for (auto& r : requests) r.op_type = OpType::kAllgather;
+  requests[0].shape = {5, 2};
+  requests[1].shape = {0, 2};
+  requests[2].shape = {1, 2};
+  Response ok = build_response(requests);
+  EXPECT_EQ(ok.error_kind, ErrorKind::kNone) << ok.error_message;
+  EXPECT_EQ(ok.first_dims, (std::vector<std::int64_t>{5, 0, 1}));
+
+  requests[2].shape = {1, 3};
+  Response bad = build_response(requests);
+  EXPECT_EQ(bad.error_kind, ErrorKind::kMismatch);
+  EXPECT_TRUE(contains(bad.error_message, "[1, 3] on rank 2")) << bad.error_message;
+
+  requests[2].shape = {2};
+  EXPECT_EQ(build_response(requests).error_kind, ErrorKind::kMismatch);
+}
+
+TEST(BuildResponseTest, BroadcastRootMustAgreeAndBeInRange) {
+  auto requests = agreeing(2, "params");
+  for (auto& r : requests) r.op_type = OpType::kBroadcast;
+  requests[1].root_rank = 1;
+  Response mismatch = build_response(requests);
+  EXPECT_EQ(mismatch.error_kind, ErrorKind::kMismatch);
+  EXPECT_TRUE(contains(mismatch.error_message, "root rank differs")) << mismatch.error_message;
+
+  for (auto& r : requests) r.root_rank = 2;
+  Response out_of_range = build_response(requests);
+  EXPECT_EQ(out_of_range.error_kind, ErrorKind::kInvalidArgument);
+  EXPECT_TRUE(contains(out_of_range.error_message, "root rank 2")) << out_of_range.error_message;
+}
+
+TEST(BuildResponseTest, LocalErrorsWinAndNameTheRank) {
+  auto requests = agreeing(2, "t");
+  requests[1].error = "output has 3 elements but input has 8";
+  requests[1].dtype = DataType::kInt8;  // would also be a mismatch
+  Response r = build_response(requests);
+  EXPECT_EQ(r.error_kind, ErrorKind::kInvalidArgument);
+  EXPECT_TRUE(contains(r.error_message, "rank 1: output has 3 elements")) << r.error_message;
+}
+
+TEST(BuildResponseTest, BoolAverageIsRejected) {
+  auto requests = agreeing(2, "mask");
+  for (auto& r : requests) r.dtype = DataType::kBool;
+  EXPECT_EQ(build_response(requests).error_kind, ErrorKind::kInvalidArgument);
+  for (auto& r : requests) r.reduce_op = ReduceOp::kMax;
+  EXPECT_EQ(build_response(requests).error_kind, ErrorKind::kNone);
+}
+
+}  // namespace
+}  // namespace hvd

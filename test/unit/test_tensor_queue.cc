@@ -1,0 +1,63 @@
+// The queue's in-flight table: duplicates, hand-over order and closing.
+#include <gtest/gtest.h>
+
+#include "core/tensor_queue.h"
+#include "horovodcpp/errors.h"
+#include "horovodcpp/work.h"
+
+namespace hvd {
+namespace {
+
+TensorEntry entry(const std::string& name) {
+  TensorEntry e;
+  e.request.name = name;
+  e.work = std::make_shared<detail::WorkState>();
+  return e;
+}
+
+TEST(TensorQueueTest, NewRequestsComeOutOnceInSubmissionOrder) {
+  TensorQueue queue;
+  queue.push(entry("b"));
+  queue.push(entry("a"));
+  auto first = queue.pop_new_requests();
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].name, "b");
+  EXPECT_EQ(first[1].name, "a");
+  EXPECT_TRUE(queue.pop_new_requests().empty());
+}
+
+TEST(TensorQueueTest, DuplicateNameInFlightIsRejectedUntilTaken) {
+  TensorQueue queue;
+  queue.push(entry("w"));
+  queue.pop_new_requests();
+  EXPECT_THROW(queue.push(entry("w")), InvalidArgument);
+  EXPECT_EQ(queue.take("w").request.name, "w");
+  EXPECT_NO_THROW(queue.push(entry("w")));
+  EXPECT_THROW(queue.take("missing"), Error);
+}
+
+TEST(TensorQueueTest, CloseReturnsEverythingAndRefusesMore) {
+  TensorQueue queue;
+  queue.push(entry("in_flight"));
+  queue.pop_new_requests();
+  queue.push(entry("queued"));
+  auto left = queue.close(std::make_exception_ptr(RankFailure("stopped")));
+  EXPECT_EQ(left.size(), 2u);
+  EXPECT_TRUE(queue.pop_new_requests().empty());
+  EXPECT_THROW(queue.push(entry("late")), RankFailure);
+}
+
+TEST(WorkStateTest, FirstOutcomeWinsAndTimeoutIsReported) {
+  auto state = std::make_shared<detail::WorkState>();
+  Work work(state);
+  EXPECT_FALSE(work.poll());
+  EXPECT_THROW(work.wait(std::chrono::milliseconds(1)), Timeout);
+  state->fail(std::make_exception_ptr(Mismatch("bad")));
+  state->complete();
+  EXPECT_TRUE(work.poll());
+  EXPECT_THROW(work.wait(), Mismatch);
+  EXPECT_NE(work.error(), nullptr);
+}
+
+}  // namespace
+}  // namespace hvd

@@ -30,7 +30,6 @@ class Backend {
                           const std::vector<std::size_t>& counts, DataType dtype) = 0;
   // In-place broadcast of `count` elements from `root`.
   virtual void broadcast(void* buffer, std::size_t count, DataType dtype, int root) = 0;
-  virtual void barrier() = 0;
 };
 
 }  // namespace hvd

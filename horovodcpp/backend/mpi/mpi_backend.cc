@@ -1,0 +1,149 @@
+#include "backend/mpi/mpi_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "backend/mpi/mpi_check.h"
+#include "core/check.h"
+
+namespace hvd {
+namespace {
+
+bool is_half(DataType dtype) { return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16; }
+
+// Calls fn(offset, n) for consecutive chunks of at most `max` elements.
+template <typename Fn>
+void for_each_chunk(std::size_t count, std::size_t max, Fn&& fn) {
+  for (std::size_t offset = 0; offset < count;) {
+    const std::size_t n = std::min(max, count - offset);
+    fn(offset, static_cast<int>(n));
+    offset += n;
+  }
+}
+
+}  // namespace
+
+MpiBackend::MpiBackend(std::shared_ptr<MpiContext> context, std::size_t max_elements_per_call)
+    : context_(std::move(context)), max_elements_per_call_(max_elements_per_call) {
+  HVD_CHECK(context_ != nullptr, InvalidArgument, "MpiBackend needs an MpiContext");
+  HVD_CHECK(
+      max_elements_per_call_ >= 1 && max_elements_per_call_ <= INT_MAX, InvalidArgument,
+      "max_elements_per_call must be in [1, " << INT_MAX << "], got " << max_elements_per_call_);
+}
+
+BackendCapabilities MpiBackend::capabilities() const {
+  // The half-precision ops round after every pairwise step.
+  BackendCapabilities capabilities;
+  capabilities.half_reduction_in_float32 = false;
+  return capabilities;
+}
+
+MPI_Datatype MpiBackend::mpi_datatype(DataType dtype) const {
+  switch (dtype) {
+    case DataType::kUInt8: return MPI_UINT8_T;
+    case DataType::kInt8: return MPI_INT8_T;
+    case DataType::kUInt16: return MPI_UINT16_T;
+    case DataType::kInt16: return MPI_INT16_T;
+    case DataType::kInt32: return MPI_INT32_T;
+    case DataType::kInt64: return MPI_INT64_T;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: return half_ops_.datatype(dtype);
+    case DataType::kFloat32: return MPI_FLOAT;
+    case DataType::kFloat64: return MPI_DOUBLE;
+    // One byte; logical ops on it treat any nonzero as true and yield 0/1.
+    case DataType::kBool: return MPI_UNSIGNED_CHAR;
+  }
+  HVD_THROW(InvalidArgument, "unknown dtype " << static_cast<int>(dtype));
+}
+
+MPI_Op MpiBackend::mpi_op(DataType dtype, ReduceOp op) const {
+  HVD_CHECK(op != ReduceOp::kAverage, InvalidArgument,
+            "the MPI backend does not average; the core reduces with Sum and divides");
+  if (is_half(dtype)) return half_ops_.op(dtype, op);
+  if (dtype == DataType::kBool) {
+    return op == ReduceOp::kSum || op == ReduceOp::kMax ? MPI_LOR : MPI_LAND;
+  }
+  switch (op) {
+    case ReduceOp::kSum: return MPI_SUM;
+    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kProduct: return MPI_PROD;
+    case ReduceOp::kAverage: break;
+  }
+  HVD_THROW(InvalidArgument, "unknown reduce op " << static_cast<int>(op));
+}
+
+void MpiBackend::allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
+  // Both look-ups validate before any communication, so a bad call throws
+  // on every rank alike. Zero elements: no rank communicates.
+  const MPI_Datatype datatype = mpi_datatype(dtype);
+  const MPI_Op mpi_reduce_op = mpi_op(dtype, op);
+  char* bytes = static_cast<char*>(buffer);
+  const std::size_t element_size = dtype_size(dtype);
+  for_each_chunk(count, max_elements_per_call_, [&](std::size_t offset, int n) {
+    HVD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + offset * element_size, n, datatype,
+                                mpi_reduce_op, context_->data_comm()));
+  });
+}
+
+void MpiBackend::chunked_broadcast(char* buffer, std::size_t count, DataType dtype, int root) {
+  const MPI_Datatype datatype = mpi_datatype(dtype);
+  const std::size_t element_size = dtype_size(dtype);
+  for_each_chunk(count, max_elements_per_call_, [&](std::size_t offset, int n) {
+    HVD_MPI_CHECK(
+        MPI_Bcast(buffer + offset * element_size, n, datatype, root, context_->data_comm()));
+  });
+}
+
+void MpiBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int root) {
+  const int size = context_->topology().size;
+  HVD_CHECK(root >= 0 && root < size, InvalidArgument,
+            "broadcast root " << root << " is not a rank of a job of size " << size);
+  chunked_broadcast(static_cast<char*>(buffer), count, dtype, root);
+}
+
+void MpiBackend::allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
+                            DataType dtype) {
+  const Topology& topology = context_->topology();
+  HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
+               "allgatherv needs one count per rank");
+  const MPI_Datatype datatype = mpi_datatype(dtype);
+  const std::size_t element_size = dtype_size(dtype);
+  std::vector<std::size_t> offsets(counts.size());
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    offsets[r] = total;
+    total += counts[r];
+  }
+  if (total == 0) return;
+
+  char* out = static_cast<char*>(output);
+  const std::size_t my_count = counts[topology.rank];
+  char* my_slot = out + offsets[topology.rank] * element_size;
+  // The core may gather from the output buffer itself; MPI forbids aliased
+  // send and receive buffers unless the input is passed as MPI_IN_PLACE.
+  const bool in_place = input == my_slot;
+
+  // Displacements are ints too, so the one-call path needs the total in an
+  // int (max_elements_per_call_ <= INT_MAX).
+  if (total <= max_elements_per_call_) {
+    std::vector<int> int_counts(counts.size()), displacements(counts.size());
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      int_counts[r] = static_cast<int>(counts[r]);
+      displacements[r] = static_cast<int>(offsets[r]);
+    }
+    HVD_MPI_CHECK(MPI_Allgatherv(in_place ? MPI_IN_PLACE : input, static_cast<int>(my_count),
+                                 datatype, out, int_counts.data(), displacements.data(), datatype,
+                                 context_->data_comm()));
+    return;
+  }
+  // Each rank in turn broadcasts its part from its slot of the output.
+  if (!in_place && my_count > 0) std::memcpy(my_slot, input, my_count * element_size);
+  for (int r = 0; r < topology.size; ++r) {
+    chunked_broadcast(out + offsets[r] * element_size, counts[r], dtype, r);
+  }
+}
+
+
+}  // namespace hvd

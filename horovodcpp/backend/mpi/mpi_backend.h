@@ -1,0 +1,40 @@
+// MpiBackend: the collectives on the context's data communicator.
+#pragma once
+
+#include <climits>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "backend/mpi/mpi_context.h"
+#include "backend/mpi/mpi_half_ops.h"
+#include "core/backend.h"
+
+namespace hvd {
+
+class MpiBackend : public Backend {
+ public:
+  // MPI counts are int, so larger buffers are moved in several calls of at
+  // most `max_elements_per_call` elements (tests lower it to force that).
+  explicit MpiBackend(std::shared_ptr<MpiContext> context,
+                      std::size_t max_elements_per_call = INT_MAX);
+
+  const char* name() const override { return "mpi"; }
+  BackendCapabilities capabilities() const override;
+
+  void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;
+  void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
+                  DataType dtype) override;
+  void broadcast(void* buffer, std::size_t count, DataType dtype, int root) override;
+
+ private:
+  MPI_Datatype mpi_datatype(DataType dtype) const;
+  MPI_Op mpi_op(DataType dtype, ReduceOp op) const;
+  void chunked_broadcast(char* buffer, std::size_t count, DataType dtype, int root);
+
+  std::shared_ptr<MpiContext> context_;
+  std::size_t max_elements_per_call_;
+  MpiHalfOps half_ops_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,117 @@
+#include "backend/mpi/mpi_context.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <tuple>
+#include <utility>
+
+#include "backend/mpi/mpi_check.h"
+#include "core/check.h"
+
+namespace hvd {
+namespace {
+
+bool mpi_finalized() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return finalized != 0;
+}
+
+// Registered only when we initialized MPI (an application that initialized
+// it finalizes it itself). Not done in ~MpiContext: MPI cannot be initialized
+// twice, and the runtime must support shutdown followed by init.
+void finalize_at_exit() {
+  if (!mpi_finalized()) MPI_Finalize();
+}
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "an unknown MPI thread level";
+  }
+}
+
+void ensure_mpi_initialized() {
+  HVD_CHECK(!mpi_finalized(), BackendError,
+            "MPI was already finalized in this process; it cannot be initialized again");
+  int initialized = 0;
+  HVD_MPI_CHECK(MPI_Initialized(&initialized));
+  int provided = MPI_THREAD_SINGLE;
+  if (initialized) {
+    HVD_MPI_CHECK(MPI_Query_thread(&provided));
+  } else {
+    HVD_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    static std::once_flag registered;
+    std::call_once(registered, [] { std::atexit(finalize_at_exit); });
+  }
+  // Levels are ordered: SINGLE < FUNNELED < SERIALIZED < MULTIPLE.
+  HVD_CHECK(provided >= MPI_THREAD_SERIALIZED, BackendError,
+            "MPI provides " << thread_level_name(provided)
+                            << " but horovodcpp calls MPI from its background thread and needs "
+                               "at least MPI_THREAD_SERIALIZED (initialize MPI with "
+                               "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...))");
+}
+
+MPI_Comm dup_with_errors_return(MPI_Comm comm) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  HVD_MPI_CHECK(MPI_Comm_dup(comm, &dup));
+  try {
+    HVD_MPI_CHECK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+  } catch (...) {
+    MPI_Comm_free(&dup);
+    throw;
+  }
+  return dup;
+}
+
+// Rank and size in `comm`, which is freed afterwards.
+std::pair<int, int> rank_and_size_then_free(MPI_Comm* comm) {
+  int rank = 0, size = 0;
+  try {
+    HVD_MPI_CHECK(MPI_Comm_rank(*comm, &rank));
+    HVD_MPI_CHECK(MPI_Comm_size(*comm, &size));
+  } catch (...) {
+    MPI_Comm_free(comm);
+    throw;
+  }
+  MPI_Comm_free(comm);
+  return {rank, size};
+}
+
+}  // namespace
+
+std::shared_ptr<MpiContext> MpiContext::create() {
+  ensure_mpi_initialized();
+  std::shared_ptr<MpiContext> context(new MpiContext());
+  // From here on the destructor frees whatever was created if a step throws.
+  context->control_comm_ = dup_with_errors_return(MPI_COMM_WORLD);
+  context->data_comm_ = dup_with_errors_return(MPI_COMM_WORLD);
+
+  const MPI_Comm world = context->control_comm_;
+  Topology& topology = context->topology_;
+  HVD_MPI_CHECK(MPI_Comm_rank(world, &topology.rank));
+  HVD_MPI_CHECK(MPI_Comm_size(world, &topology.size));
+
+  MPI_Comm local = MPI_COMM_NULL;
+  HVD_MPI_CHECK(
+      MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, topology.rank, MPI_INFO_NULL, &local));
+  std::tie(topology.local_rank, topology.local_size) = rank_and_size_then_free(&local);
+
+  MPI_Comm cross = MPI_COMM_NULL;
+  HVD_MPI_CHECK(MPI_Comm_split(world, topology.local_rank, topology.rank, &cross));
+  std::tie(topology.cross_rank, topology.cross_size) = rank_and_size_then_free(&cross);
+  return context;
+}
+
+MpiContext::~MpiContext() {
+  // After MPI_Finalize (e.g. a context kept alive until static destruction)
+  // the handles are gone with MPI itself.
+  if (mpi_finalized()) return;
+  if (data_comm_ != MPI_COMM_NULL) MPI_Comm_free(&data_comm_);
+  if (control_comm_ != MPI_COMM_NULL) MPI_Comm_free(&control_comm_);
+}
+
+}  // namespace hvd

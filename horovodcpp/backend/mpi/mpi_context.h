@@ -1,0 +1,38 @@
+// MpiContext: MPI initialization plus the communicators and Topology that
+// the MPI controller and backend share. One per Runtime; MPI itself outlives
+// it, so the runtime can be shut down and initialized again.
+#pragma once
+
+#include <memory>
+
+#include "backend/mpi/mpi_check.h"
+#include "core/controller.h"
+
+namespace hvd {
+
+class MpiContext {
+ public:
+  // Initializes MPI unless someone (the application, an earlier context)
+  // already has. A background thread makes all MPI calls, so MPI must
+  // provide at least MPI_THREAD_SERIALIZED. Throws BackendError otherwise
+  // or when MPI was already finalized.
+  static std::shared_ptr<MpiContext> create();
+  ~MpiContext();
+  MpiContext(const MpiContext&) = delete;
+  MpiContext& operator=(const MpiContext&) = delete;
+
+  // Duplicates of MPI_COMM_WORLD with MPI_ERRORS_RETURN: negotiation and
+  // data move on separate communicators so their messages never match.
+  MPI_Comm control_comm() const { return control_comm_; }
+  MPI_Comm data_comm() const { return data_comm_; }
+  const Topology& topology() const { return topology_; }
+
+ private:
+  MpiContext() = default;
+
+  MPI_Comm control_comm_ = MPI_COMM_NULL;
+  MPI_Comm data_comm_ = MPI_COMM_NULL;
+  Topology topology_;
+};
+
+}  // namespace hvd

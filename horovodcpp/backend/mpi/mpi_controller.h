@@ -1,0 +1,25 @@
+// MpiController: the control plane over the context's control communicator.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/mpi/mpi_context.h"
+#include "core/controller.h"
+
+namespace hvd {
+
+class MpiController : public Controller {
+ public:
+  explicit MpiController(std::shared_ptr<MpiContext> context);
+
+  const Topology& topology() const override { return context_->topology(); }
+  std::vector<std::string> gather_to_root(const std::string& message) override;
+  std::string broadcast_from_root(const std::string& message) override;
+
+ private:
+  std::shared_ptr<MpiContext> context_;
+};
+
+}  // namespace hvd

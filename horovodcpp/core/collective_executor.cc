@@ -89,10 +89,10 @@ void CollectiveExecutor::allreduce_half_in_float32(const TensorEntry& entry, std
 
 Tensor CollectiveExecutor::allgather(const TensorEntry& entry, const Response& response) {
   const TensorView& input = entry.input;
+  // The request's shape, not the view's: a scalar was submitted as one row.
+  std::vector<std::int64_t> shape = entry.request.shape;
   std::int64_t row_elements = 1;
-  for (std::size_t d = 1; d < input.shape.size(); ++d) row_elements *= input.shape[d];
-
-  std::vector<std::int64_t> shape = input.shape;
+  for (std::size_t d = 1; d < shape.size(); ++d) row_elements *= shape[d];
   shape[0] = 0;
   std::vector<std::size_t> counts;
   counts.reserve(response.first_dims.size());

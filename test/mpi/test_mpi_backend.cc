@@ -51,38 +51,20 @@ double to_double(T value) {
 double to_double(float16_t value) { return static_cast<float>(value); }
 double to_double(bfloat16_t value) { return static_cast<float>(value); }
 
-template <typename Fn>
-void with_element_type(DataType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DataType::kUInt8: return fn(std::uint8_t{});
-    case DataType::kInt8: return fn(std::int8_t{});
-    case DataType::kUInt16: return fn(std::uint16_t{});
-    case DataType::kInt16: return fn(std::int16_t{});
-    case DataType::kInt32: return fn(std::int32_t{});
-    case DataType::kInt64: return fn(std::int64_t{});
-    case DataType::kFloat16: return fn(float16_t{});
-    case DataType::kBFloat16: return fn(bfloat16_t{});
-    case DataType::kFloat32: return fn(float{});
-    case DataType::kFloat64: return fn(double{});
-    case DataType::kBool: return fn(bool{});
-  }
-  FAIL() << "unknown dtype";
-}
-
 class Buffer {
  public:
   Buffer(DataType dtype, std::size_t count)
       : dtype_(dtype), count_(count), bytes_(count * dtype_size(dtype)) {}
 
   void set(std::size_t i, double value) {
-    with_element_type(dtype_, [&](auto zero) {
+    visit_dtype(dtype_, [&](auto zero) {
       using T = decltype(zero);
       reinterpret_cast<T*>(bytes_.data())[i] = static_cast<T>(value);
     });
   }
   double get(std::size_t i) const {
     double value = 0;
-    with_element_type(dtype_, [&](auto zero) {
+    visit_dtype(dtype_, [&](auto zero) {
       using T = decltype(zero);
       value = to_double(reinterpret_cast<const T*>(bytes_.data())[i]);
     });

@@ -10,8 +10,6 @@
 namespace hvd {
 namespace {
 
-bool is_half(DataType dtype) { return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16; }
-
 // Calls fn(offset, n) for consecutive chunks of at most `max` elements.
 template <typename Fn>
 void for_each_chunk(std::size_t count, std::size_t max, Fn&& fn) {
@@ -48,7 +46,7 @@ MPI_Datatype MpiBackend::mpi_datatype(DataType dtype) const {
     case DataType::kInt32: return MPI_INT32_T;
     case DataType::kInt64: return MPI_INT64_T;
     case DataType::kFloat16:
-    case DataType::kBFloat16: return half_ops_.datatype(dtype);
+    case DataType::kBFloat16: return user_ops_.half_datatype(dtype);
     case DataType::kFloat32: return MPI_FLOAT;
     case DataType::kFloat64: return MPI_DOUBLE;
     // One byte; logical ops on it treat any nonzero as true and yield 0/1.
@@ -60,7 +58,7 @@ MPI_Datatype MpiBackend::mpi_datatype(DataType dtype) const {
 MPI_Op MpiBackend::mpi_op(DataType dtype, ReduceOp op) const {
   HVD_CHECK(op != ReduceOp::kAverage, InvalidArgument,
             "the MPI backend does not average; the core reduces with Sum and divides");
-  if (is_half(dtype)) return half_ops_.op(dtype, op);
+  if (MPI_Op user_op = user_ops_.op(dtype, op); user_op != MPI_OP_NULL) return user_op;
   if (dtype == DataType::kBool) {
     return op == ReduceOp::kSum || op == ReduceOp::kMax ? MPI_LOR : MPI_LAND;
   }
@@ -74,6 +72,10 @@ MPI_Op MpiBackend::mpi_op(DataType dtype, ReduceOp op) const {
   HVD_THROW(InvalidArgument, "unknown reduce op " << static_cast<int>(op));
 }
 
+std::size_t MpiBackend::chunk_elements(DataType dtype) const {
+  return std::min(max_elements_per_call_, kMaxBytesPerCall / dtype_size(dtype));
+}
+
 void MpiBackend::allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
   // Both look-ups validate before any communication, so a bad call throws
   // on every rank alike. Zero elements: no rank communicates.
@@ -81,7 +83,7 @@ void MpiBackend::allreduce(void* buffer, std::size_t count, DataType dtype, Redu
   const MPI_Op mpi_reduce_op = mpi_op(dtype, op);
   char* bytes = static_cast<char*>(buffer);
   const std::size_t element_size = dtype_size(dtype);
-  for_each_chunk(count, max_elements_per_call_, [&](std::size_t offset, int n) {
+  for_each_chunk(count, chunk_elements(dtype), [&](std::size_t offset, int n) {
     HVD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + offset * element_size, n, datatype,
                                 mpi_reduce_op, context_->data_comm()));
   });
@@ -90,7 +92,7 @@ void MpiBackend::allreduce(void* buffer, std::size_t count, DataType dtype, Redu
 void MpiBackend::chunked_broadcast(char* buffer, std::size_t count, DataType dtype, int root) {
   const MPI_Datatype datatype = mpi_datatype(dtype);
   const std::size_t element_size = dtype_size(dtype);
-  for_each_chunk(count, max_elements_per_call_, [&](std::size_t offset, int n) {
+  for_each_chunk(count, chunk_elements(dtype), [&](std::size_t offset, int n) {
     HVD_MPI_CHECK(
         MPI_Bcast(buffer + offset * element_size, n, datatype, root, context_->data_comm()));
   });
@@ -126,8 +128,8 @@ void MpiBackend::allgatherv(const void* input, void* output, const std::vector<s
   const bool in_place = input == my_slot;
 
   // Displacements are ints too, so the one-call path needs the total in an
-  // int (max_elements_per_call_ <= INT_MAX).
-  if (total <= max_elements_per_call_) {
+  // int (chunk_elements() <= INT_MAX).
+  if (total <= chunk_elements(dtype)) {
     std::vector<int> int_counts(counts.size()), displacements(counts.size());
     for (std::size_t r = 0; r < counts.size(); ++r) {
       int_counts[r] = static_cast<int>(counts[r]);
@@ -144,6 +146,5 @@ void MpiBackend::allgatherv(const void* input, void* output, const std::vector<s
     chunked_broadcast(out + offsets[r] * element_size, counts[r], dtype, r);
   }
 }
-
 
 }  // namespace hvd

@@ -7,15 +7,19 @@
 #include <vector>
 
 #include "backend/mpi/mpi_context.h"
-#include "backend/mpi/mpi_half_ops.h"
+#include "backend/mpi/mpi_user_ops.h"
 #include "core/backend.h"
 
 namespace hvd {
 
 class MpiBackend : public Backend {
  public:
+  static constexpr std::size_t kMaxBytesPerCall = std::size_t{1} << 30;
+
   // MPI counts are int, so larger buffers are moved in several calls of at
-  // most `max_elements_per_call` elements (tests lower it to force that).
+  // most `max_elements_per_call` elements (tests lower it to force that),
+  // and of at most kMaxBytesPerCall bytes: Open MPI 4.1 slows down by two
+  // orders of magnitude on single calls close to 2 GiB.
   explicit MpiBackend(std::shared_ptr<MpiContext> context,
                       std::size_t max_elements_per_call = INT_MAX);
 
@@ -31,10 +35,12 @@ class MpiBackend : public Backend {
   MPI_Datatype mpi_datatype(DataType dtype) const;
   MPI_Op mpi_op(DataType dtype, ReduceOp op) const;
   void chunked_broadcast(char* buffer, std::size_t count, DataType dtype, int root);
+  // Elements of `dtype` one MPI call moves at most.
+  std::size_t chunk_elements(DataType dtype) const;
 
   std::shared_ptr<MpiContext> context_;
   std::size_t max_elements_per_call_;
-  MpiHalfOps half_ops_;
+  MpiUserOps user_ops_;
 };
 
 }  // namespace hvd

@@ -82,4 +82,24 @@ template <> constexpr DataType dtype_of<float>() { return DataType::kFloat32; }
 template <> constexpr DataType dtype_of<double>() { return DataType::kFloat64; }
 template <> constexpr DataType dtype_of<bool>() { return DataType::kBool; }
 
+// Calls fn(T{}) with the C++ element type T of `dtype` (bool for kBool,
+// float16_t for kFloat16, ...): one switch for code generic over dtypes.
+template <typename Fn>
+decltype(auto) visit_dtype(DataType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DataType::kUInt8: return fn(std::uint8_t{});
+    case DataType::kInt8: return fn(std::int8_t{});
+    case DataType::kUInt16: return fn(std::uint16_t{});
+    case DataType::kInt16: return fn(std::int16_t{});
+    case DataType::kInt32: return fn(std::int32_t{});
+    case DataType::kInt64: return fn(std::int64_t{});
+    case DataType::kFloat16: return fn(float16_t{});
+    case DataType::kBFloat16: return fn(bfloat16_t{});
+    case DataType::kFloat32: return fn(float{});
+    case DataType::kFloat64: return fn(double{});
+    case DataType::kBool: break;
+  }
+  return fn(bool{});
+}
+
 }  // namespace hvd

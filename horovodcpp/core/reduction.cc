@@ -1,0 +1,439 @@
+#include "core/reduction.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "core/check.h"
+#include "core/half.h"
+
+// -DHVD_F16C_DISPATCH=0 builds the portable path only (to test it on x86).
+#ifndef HVD_F16C_DISPATCH
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define HVD_F16C_DISPATCH 1
+#else
+#define HVD_F16C_DISPATCH 0
+#endif
+#endif
+#if HVD_F16C_DISPATCH
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+namespace hvd {
+namespace {
+
+// Types whose compute type differs from the storage (float16, bfloat16) are
+// converted in blocks of this many elements into local float arrays: the
+// block loops have a constant trip count and cannot alias, so they vectorize
+// even under -O2's cost model (which refuses loops that need an alias check
+// or a scalar remainder), and float16 blocks can use the F16C instructions.
+constexpr std::size_t kBlock = 64;
+
+// ---- float16 block conversions: F16C when the CPU has it ----
+// F16C rounds to nearest even and quiets NaNs keeping the top payload bits,
+// exactly as half.h does, so both paths give the same bits.
+
+void half_load_generic(const std::uint16_t* src, float* dst) {
+  for (std::size_t j = 0; j < kBlock; ++j) dst[j] = half_bits_to_float(src[j]);
+}
+void half_store_generic(const float* src, std::uint16_t* dst) {
+  for (std::size_t j = 0; j < kBlock; ++j) dst[j] = float_to_half_bits(src[j]);
+}
+
+#if HVD_F16C_DISPATCH
+__attribute__((target("avx,f16c"))) void half_load_f16c(const std::uint16_t* src, float* dst) {
+  for (std::size_t j = 0; j < kBlock; j += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j));
+    _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(h));
+  }
+}
+__attribute__((target("avx,f16c"))) void half_store_f16c(const float* src, std::uint16_t* dst) {
+  for (std::size_t j = 0; j < kBlock; j += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j), h);
+  }
+}
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const unsigned kOsXsave = 1u << 27, kAvx = 1u << 28, kF16c = 1u << 29;
+  if ((ecx & (kOsXsave | kAvx | kF16c)) != (kOsXsave | kAvx | kF16c)) return false;
+  unsigned xcr0_low = 0, xcr0_high = 0;  // VEX code needs the OS to save YMM state
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  return (xcr0_low & 6u) == 6u;
+}
+#endif
+
+struct HalfBlockFns {
+  void (*load)(const std::uint16_t*, float*);
+  void (*store)(const float*, std::uint16_t*);
+};
+const HalfBlockFns& half_block_fns() {
+  static const HalfBlockFns fns = [] {
+#if HVD_F16C_DISPATCH
+    if (cpu_has_f16c()) return HalfBlockFns{half_load_f16c, half_store_f16c};
+#endif
+    return HalfBlockFns{half_load_generic, half_store_generic};
+  }();
+  return fns;
+}
+
+// ---- element access: the stored type and the type arithmetic happens in ----
+
+template <typename T>
+struct Plain {  // integers, float, double: computed in their own type
+  using Raw = T;
+  using Compute = T;
+  static T load(T raw) { return raw; }
+  static T store(T value) { return value; }
+  static T store_double(double value) { return static_cast<T>(value); }
+};
+struct Half {  // float16: computed in float32, rounded once when stored
+  using Raw = std::uint16_t;
+  using Compute = float;
+  static float load(Raw raw) { return half_bits_to_float(raw); }
+  static Raw store(float value) { return float_to_half_bits(value); }
+  static Raw store_double(double value) { return double_to_half_bits(value); }
+  static void load_block(const Raw* src, float* dst) { half_block_fns().load(src, dst); }
+  static void store_block(const float* src, Raw* dst) { half_block_fns().store(src, dst); }
+};
+struct BFloat16 {
+  using Raw = std::uint16_t;
+  using Compute = float;
+  static float load(Raw raw) { return bfloat16_bits_to_float(raw); }
+  static Raw store(float value) { return float_to_bfloat16_bits(value); }
+  static Raw store_double(double value) { return double_to_bfloat16_bits(value); }
+  static void load_block(const Raw* src, float* dst) {
+    for (std::size_t j = 0; j < kBlock; ++j) dst[j] = load(src[j]);
+  }
+  static void store_block(const float* src, Raw* dst) {
+    for (std::size_t j = 0; j < kBlock; ++j) dst[j] = store(src[j]);
+  }
+};
+
+// ---- the operations, on the compute type ----
+
+// Unsigned type wide enough to hold T without promotion to int: uint16*uint16
+// in `int` can overflow (UB); in uint32 it wraps as intended.
+template <typename T>
+using WideUnsigned = std::conditional_t<sizeof(T) <= 4, std::uint32_t, std::uint64_t>;
+
+template <typename F>
+using FloatBits = std::conditional_t<sizeof(F) == 4, std::uint32_t, std::uint64_t>;
+
+template <typename F>
+FloatBits<F> to_bits(F value) {
+  FloatBits<F> bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+template <typename F>
+F from_bits(FloatBits<F> bits) {
+  F value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+struct SumOp {
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return a + b;
+    } else {  // two's complement wrap-around without signed overflow
+      return static_cast<T>(static_cast<WideUnsigned<T>>(a) + static_cast<WideUnsigned<T>>(b));
+    }
+  }
+};
+struct ProductOp {
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return a * b;
+    } else {
+      return static_cast<T>(static_cast<WideUnsigned<T>>(a) * static_cast<WideUnsigned<T>>(b));
+    }
+  }
+};
+// Floats: NaN propagates (a + b of a NaN is a quiet NaN), and -0 < +0 so the
+// result does not depend on the operand order. Mask arithmetic on the bits
+// keeps every float operation unconditional: the compiler does not if-convert
+// a float operation under a branch (it could raise an FP exception), and the
+// loop would not vectorize.
+template <bool kMin, typename T>
+T float_min_max(T a, T b) {
+  using U = FloatBits<T>;
+  const U ua = to_bits(a);
+  const U ub = to_bits(b);
+  const U take_b = U{0} - static_cast<U>(kMin ? b < a : a < b);
+  const U equal = U{0} - static_cast<U>(a == b);
+  const U unordered = U{0} - static_cast<U>((a != a) | (b != b));
+  // Equal values have equal bits except for zeros: OR gives -0, AND gives +0.
+  const U on_equal = kMin ? (ua | ub) : (ua & ub);
+  U result = (ub & take_b) | (ua & ~take_b);
+  result = (on_equal & equal) | (result & ~equal);
+  result = (to_bits(a + b) & unordered) | (result & ~unordered);
+  return from_bits<T>(result);
+}
+
+struct MinOp {
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return float_min_max<true>(a, b);
+    } else {
+      return b < a ? b : a;
+    }
+  }
+};
+struct MaxOp {
+  template <typename T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return float_min_max<false>(a, b);
+    } else {
+      return a < b ? b : a;
+    }
+  }
+};
+
+// ---- reduce_into ----
+
+template <typename Elem, typename Op>
+void reduce_loop(void* inout, const void* in, std::size_t count) {
+  using Raw = typename Elem::Raw;
+  using Compute = typename Elem::Compute;
+  Raw* a = static_cast<Raw*>(inout);
+  const Raw* b = static_cast<const Raw*>(in);
+  std::size_t i = 0;
+  if constexpr (!std::is_same_v<Raw, Compute>) {
+    for (; i + kBlock <= count; i += kBlock) {
+      Compute x[kBlock], y[kBlock];
+      Elem::load_block(a + i, x);
+      Elem::load_block(b + i, y);
+      for (std::size_t j = 0; j < kBlock; ++j) x[j] = Op::apply(x[j], y[j]);
+      Elem::store_block(x, a + i);
+    }
+  }
+  for (; i < count; ++i) a[i] = Elem::store(Op::apply(Elem::load(a[i]), Elem::load(b[i])));
+}
+
+template <typename Elem>
+void reduce_elem(ReduceOp op, void* inout, const void* in, std::size_t count) {
+  switch (op) {
+    case ReduceOp::kSum: return reduce_loop<Elem, SumOp>(inout, in, count);
+    case ReduceOp::kMin: return reduce_loop<Elem, MinOp>(inout, in, count);
+    case ReduceOp::kMax: return reduce_loop<Elem, MaxOp>(inout, in, count);
+    case ReduceOp::kProduct: return reduce_loop<Elem, ProductOp>(inout, in, count);
+    case ReduceOp::kAverage:
+      HVD_THROW(InvalidArgument, "reduce_into: Average is a Sum followed by scale_in_place");
+  }
+  HVD_THROW(InvalidArgument, "reduce_into: unknown ReduceOp " << static_cast<int>(op));
+}
+
+// bool is one byte, read as uint8_t (any non-zero byte is true), written 0/1.
+void reduce_bool(ReduceOp op, void* inout, const void* in, std::size_t count) {
+  auto* a = static_cast<std::uint8_t*>(inout);
+  const auto* b = static_cast<const std::uint8_t*>(in);
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMax:
+      for (std::size_t i = 0; i < count; ++i) a[i] = (a[i] | b[i]) != 0;
+      return;
+    case ReduceOp::kMin:
+    case ReduceOp::kProduct:
+      for (std::size_t i = 0; i < count; ++i) a[i] = (a[i] != 0) & (b[i] != 0);
+      return;
+    case ReduceOp::kAverage:
+      HVD_THROW(InvalidArgument, "reduce_into: Average is not defined for bool");
+  }
+  HVD_THROW(InvalidArgument, "reduce_into: unknown ReduceOp " << static_cast<int>(op));
+}
+
+// ---- scale_in_place ----
+
+template <typename Elem>
+void scale_floating(void* buffer, std::size_t count, double divisor, double factor) {
+  auto* x = static_cast<typename Elem::Raw*>(buffer);
+  for (std::size_t i = 0; i < count; ++i) {
+    x[i] = Elem::store_double(static_cast<double>(Elem::load(x[i])) / divisor * factor);
+  }
+}
+
+// Truncates toward zero and clamps to T's range (NaN -> 0): out-of-range
+// double -> integer casts are UB.
+template <typename T>
+T saturate_cast(double value) {
+  constexpr double kLow = static_cast<double>(std::numeric_limits<T>::min());
+  // For 64-bit T this rounds up to 2^63 / 2^64, so `>=` catches every overflow.
+  constexpr double kHigh = static_cast<double>(std::numeric_limits<T>::max());
+  if (!(value == value)) return 0;
+  if (value <= kLow) return std::numeric_limits<T>::min();
+  if (value >= kHigh) return std::numeric_limits<T>::max();
+  return static_cast<T>(value);
+}
+
+template <typename T>
+void scale_integer(void* buffer, std::size_t count, double divisor, double factor) {
+  T* x = static_cast<T*>(buffer);
+  if constexpr (sizeof(T) <= 4) {
+    // Exact in double: the quotient of two integers below 2^53 never rounds
+    // across an integer, so truncating it gives the integer division.
+    constexpr double kLow = static_cast<double>(std::numeric_limits<T>::min());
+    constexpr double kHigh = static_cast<double>(std::numeric_limits<T>::max());
+    // Casts truncate toward zero; int32 converts in SIMD (uint32 needs int64).
+    using Int = std::conditional_t<std::is_same_v<T, std::uint32_t>, std::int64_t, std::int32_t>;
+    if (factor == 1.0) {  // the common case: integer Average
+      for (std::size_t i = 0; i < count; ++i) {
+        double v = static_cast<double>(x[i]) / divisor;
+        v = v < kLow ? kLow : (v > kHigh ? kHigh : v);
+        x[i] = static_cast<T>(static_cast<Int>(v));
+      }
+    } else {
+      constexpr double kLimit = 4611686018427387904.0;  // 2^62: safe int64 cast
+      for (std::size_t i = 0; i < count; ++i) {
+        double q = static_cast<double>(x[i]) / divisor;
+        q = q < -kLimit ? -kLimit : (q > kLimit ? kLimit : q);
+        const double v = static_cast<double>(static_cast<std::int64_t>(q)) * factor;
+        x[i] = saturate_cast<T>(v);
+      }
+    }
+  } else {
+    static_assert(std::is_same_v<T, std::int64_t>, "the only 64-bit integer DataType");
+    // 64-bit values do not fit a double: divide in integers when the divisor
+    // is an integer (every real use: a rank count), else in double.
+    constexpr T kMin = std::numeric_limits<T>::min();
+    constexpr T kMax = std::numeric_limits<T>::max();
+    if (divisor == std::trunc(divisor) && std::fabs(divisor) <= 9007199254740992.0) {
+      const auto d = static_cast<T>(divisor);
+      for (std::size_t i = 0; i < count; ++i) {
+        // INT64_MIN / -1 overflows: saturate, as every other path does.
+        const T q = (d == -1 && x[i] == kMin) ? kMax : x[i] / d;
+        x[i] = factor == 1.0 ? q : saturate_cast<T>(static_cast<double>(q) * factor);
+      }
+    } else {
+      for (std::size_t i = 0; i < count; ++i) {
+        const double q = std::trunc(static_cast<double>(x[i]) / divisor);
+        x[i] = saturate_cast<T>(q * factor);
+      }
+    }
+  }
+}
+
+void check_buffer(const void* pointer, std::size_t count, const char* what) {
+  HVD_CHECK(pointer != nullptr || count == 0, InvalidArgument,
+            what << ": null buffer for " << count << " elements");
+}
+
+void check_divisor(double divisor, const char* what) {
+  HVD_CHECK(std::isfinite(divisor) && divisor != 0.0, InvalidArgument,
+            what << ": divisor must be finite and non-zero, got " << divisor);
+}
+
+void check_half_dtype(DataType dtype, const char* what) {
+  HVD_CHECK(dtype == DataType::kFloat16 || dtype == DataType::kBFloat16, InvalidArgument,
+            what << ": expected float16 or bfloat16, got " << static_cast<int>(dtype));
+}
+
+template <typename Elem>
+void widen(const void* src, float* dst, std::size_t count, double factor) {
+  const auto* x = static_cast<const typename Elem::Raw*>(src);
+  if (factor == 1.0) {
+    std::size_t i = 0;
+    for (; i + kBlock <= count; i += kBlock) Elem::load_block(x + i, dst + i);
+    for (; i < count; ++i) dst[i] = Elem::load(x[i]);
+  } else {
+    for (std::size_t i = 0; i < count; ++i) {
+      dst[i] = static_cast<float>(static_cast<double>(Elem::load(x[i])) * factor);
+    }
+  }
+}
+
+template <typename Elem>
+void narrow(const float* src, void* dst, std::size_t count, double divisor, double factor) {
+  auto* y = static_cast<typename Elem::Raw*>(dst);
+  if (divisor == 1.0 && factor == 1.0) {  // same result, one conversion fewer
+    std::size_t i = 0;
+    for (; i + kBlock <= count; i += kBlock) Elem::store_block(src + i, y + i);
+    for (; i < count; ++i) y[i] = Elem::store(src[i]);
+  } else {
+    for (std::size_t i = 0; i < count; ++i) {
+      y[i] = Elem::store_double(static_cast<double>(src[i]) / divisor * factor);
+    }
+  }
+}
+
+}  // namespace
+
+void reduce_into(DataType dtype, ReduceOp op, void* inout, const void* in, std::size_t count) {
+  check_buffer(inout, count, "reduce_into");
+  check_buffer(in, count, "reduce_into");
+  switch (dtype) {
+    case DataType::kUInt8: return reduce_elem<Plain<std::uint8_t>>(op, inout, in, count);
+    case DataType::kInt8: return reduce_elem<Plain<std::int8_t>>(op, inout, in, count);
+    case DataType::kUInt16: return reduce_elem<Plain<std::uint16_t>>(op, inout, in, count);
+    case DataType::kInt16: return reduce_elem<Plain<std::int16_t>>(op, inout, in, count);
+    case DataType::kInt32: return reduce_elem<Plain<std::int32_t>>(op, inout, in, count);
+    case DataType::kInt64: return reduce_elem<Plain<std::int64_t>>(op, inout, in, count);
+    case DataType::kFloat16: return reduce_elem<Half>(op, inout, in, count);
+    case DataType::kBFloat16: return reduce_elem<BFloat16>(op, inout, in, count);
+    case DataType::kFloat32: return reduce_elem<Plain<float>>(op, inout, in, count);
+    case DataType::kFloat64: return reduce_elem<Plain<double>>(op, inout, in, count);
+    case DataType::kBool: return reduce_bool(op, inout, in, count);
+  }
+  HVD_THROW(InvalidArgument, "reduce_into: unknown DataType " << static_cast<int>(dtype));
+}
+
+void scale_in_place(DataType dtype, void* buffer, std::size_t count, double divisor,
+                    double factor) {
+  check_buffer(buffer, count, "scale_in_place");
+  check_divisor(divisor, "scale_in_place");
+  if (dtype == DataType::kBool) return;
+  if (divisor == 1.0 && factor == 1.0) {
+    (void)dtype_size(dtype);  // still reject an unknown dtype
+    return;
+  }
+  switch (dtype) {
+    case DataType::kUInt8: return scale_integer<std::uint8_t>(buffer, count, divisor, factor);
+    case DataType::kInt8: return scale_integer<std::int8_t>(buffer, count, divisor, factor);
+    case DataType::kUInt16: return scale_integer<std::uint16_t>(buffer, count, divisor, factor);
+    case DataType::kInt16: return scale_integer<std::int16_t>(buffer, count, divisor, factor);
+    case DataType::kInt32: return scale_integer<std::int32_t>(buffer, count, divisor, factor);
+    case DataType::kInt64: return scale_integer<std::int64_t>(buffer, count, divisor, factor);
+    case DataType::kFloat16: return scale_floating<Half>(buffer, count, divisor, factor);
+    case DataType::kBFloat16: return scale_floating<BFloat16>(buffer, count, divisor, factor);
+    case DataType::kFloat32: return scale_floating<Plain<float>>(buffer, count, divisor, factor);
+    case DataType::kFloat64: return scale_floating<Plain<double>>(buffer, count, divisor, factor);
+    case DataType::kBool: return;
+  }
+  HVD_THROW(InvalidArgument, "scale_in_place: unknown DataType " << static_cast<int>(dtype));
+}
+
+void widen_to_float32(DataType half_dtype, const void* src, float* dst, std::size_t count,
+                      double factor) {
+  check_half_dtype(half_dtype, "widen_to_float32");
+  check_buffer(src, count, "widen_to_float32");
+  check_buffer(dst, count, "widen_to_float32");
+  if (half_dtype == DataType::kFloat16) {
+    widen<Half>(src, dst, count, factor);
+  } else {
+    widen<BFloat16>(src, dst, count, factor);
+  }
+}
+
+void narrow_from_float32(const float* src, DataType half_dtype, void* dst, std::size_t count,
+                         double divisor, double factor) {
+  check_half_dtype(half_dtype, "narrow_from_float32");
+  check_buffer(src, count, "narrow_from_float32");
+  check_buffer(dst, count, "narrow_from_float32");
+  check_divisor(divisor, "narrow_from_float32");
+  if (half_dtype == DataType::kFloat16) {
+    narrow<Half>(src, dst, count, divisor, factor);
+  } else {
+    narrow<BFloat16>(src, dst, count, divisor, factor);
+  }
+}
+
+}  // namespace hvd

@@ -11,8 +11,22 @@ if(HVD_WITH_MPI)  # AUTO and ON are both true here
 endif()
 set(HVD_HAVE_MPI ${MPI_C_FOUND})
 
-if(NOT HVD_HAVE_MPI)
-  message(FATAL_ERROR "horovodcpp needs at least one CPU transport: install Open MPI "
-                      "(apt-get install libopenmpi-dev openmpi-bin) or run scripts/setup.sh")
+set(HVD_WITH_GLOO AUTO CACHE STRING "Build the Gloo backend (ON, OFF or AUTO)")
+if(HVD_WITH_GLOO)
+  if(HVD_WITH_GLOO STREQUAL "AUTO")
+    find_package(Gloo CONFIG QUIET)
+  else()
+    find_package(Gloo CONFIG REQUIRED)
+  endif()
 endif()
-message(STATUS "horovodcpp backends: MPI=${HVD_HAVE_MPI}")
+if(TARGET gloo)
+  set(HVD_HAVE_GLOO TRUE)
+else()
+  set(HVD_HAVE_GLOO FALSE)
+endif()
+
+if(NOT HVD_HAVE_MPI AND NOT HVD_HAVE_GLOO)
+  message(FATAL_ERROR "horovodcpp needs at least one CPU transport: install Open MPI "
+                      "(libopenmpi-dev openmpi-bin) or Gloo (libgloo-dev), or run scripts/setup.sh")
+endif()
+message(STATUS "horovodcpp backends: MPI=${HVD_HAVE_MPI} Gloo=${HVD_HAVE_GLOO}")

@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 packages=(
   g++ cmake make            # toolchain
   libopenmpi-dev openmpi-bin # MPI backend and mpirun
+  libgloo-dev               # Gloo backend (TCP)
   libgtest-dev              # GoogleTest for ctest
+  iproute2                  # ip netns for the two-host test
   zlib1g-dev                # reading the .gz IDX files of the example
   dataset-fashion-mnist     # real data for examples/cpp
 )

@@ -1,0 +1,39 @@
+// Gloo mode: hvdrun starts every rank itself (locally, or through the
+// remote shell) with the environment that tells it its place in the job.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runner/hosts.h"
+#include "runner/options.h"
+#include "runner/process_group.h"
+
+namespace hvdrun {
+
+struct RendezvousAddress {
+  std::string host;  // an address every host can reach hvdrun's store at
+  int port = 0;
+};
+
+// True for localhost, 127.x, this machine's hostname and the addresses of
+// its network interfaces.
+bool is_local_host(const std::string& host);
+
+// One child per rank. Each gets HOROVODCPP_RANK, _SIZE, _LOCAL_RANK,
+// _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE, _HOSTNAME (its host as listed),
+// _CPU_OPERATIONS=gloo, _GLOO_RENDEZVOUS_ADDR/_PORT, _GLOO_IFACE (when
+// --network-interface), the rank settings, and `forwarded` (see
+// environment.h). A remote rank runs as: the remote-shell words with {host}
+// substituted, then ONE argument holding the shell command
+// "cd CWD && exec env K=V ... COMMAND" (every word shell-quoted).
+std::vector<ChildSpec> gloo_children(const Options& options,
+                                     const std::vector<RankPlacement>& placements,
+                                     const RendezvousAddress& rendezvous,
+                                     const std::map<std::string, std::string>& forwarded,
+                                     const std::string& cwd);
+
+std::string shell_quote(const std::string& word);
+
+}  // namespace hvdrun

@@ -1,1 +1,150 @@
-// placeholder: being written
+// Gloo mode: one ChildSpec per rank. Local ranks are exec'd directly with
+// their environment; remote ranks run through the remote shell.
+//
+// --output-filename DIR: rank R's stdout and stderr (each line prefixed
+// "[R]<stdout>: " / "[R]<stderr>: ") go to DIR/rank.R/output.log.
+#include "runner/gloo_launcher.h"
+
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <climits>
+#include <sstream>
+
+namespace hvdrun {
+namespace {
+
+const char kRankPrefix[] = "HOROVODCPP_";
+
+std::string short_name(const std::string& host) { return host.substr(0, host.find('.')); }
+
+// The remote-shell words with {host} replaced.
+std::vector<std::string> remote_shell_words(const Options& options, const std::string& host) {
+  std::vector<std::string> words;
+  if (options.remote_shell.empty()) {
+    words = {"ssh", "-o", "BatchMode=yes"};
+    if (options.ssh_port) {
+      words.push_back("-p");
+      words.push_back(std::to_string(*options.ssh_port));
+    }
+    if (!options.ssh_identity_file.empty()) {
+      words.push_back("-i");
+      words.push_back(options.ssh_identity_file);
+    }
+    words.push_back(host);
+    return words;
+  }
+  std::istringstream in(options.remote_shell);
+  std::string word;
+  while (in >> word) {
+    for (size_t at; (at = word.find("{host}")) != std::string::npos;) {
+      word.replace(at, 6, host);
+    }
+    words.push_back(word);
+  }
+  return words;
+}
+
+}  // namespace
+
+bool is_local_host(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0) return true;
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof name - 1) == 0) {
+    std::string mine = name;
+    if (host == mine || host == short_name(mine) || short_name(host) == mine) return true;
+  }
+  ifaddrs* addrs = nullptr;
+  if (getifaddrs(&addrs) != 0) return false;
+  bool found = false;
+  for (ifaddrs* a = addrs; a != nullptr && !found; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    int family = a->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    char text[NI_MAXHOST];
+    if (getnameinfo(a->ifa_addr, len, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) {
+      continue;
+    }
+    std::string addr = text;
+    addr = addr.substr(0, addr.find('%'));  // fe80::1%eth0
+    found = addr == host;
+  }
+  freeifaddrs(addrs);
+  return found;
+}
+
+std::string shell_quote(const std::string& word) {
+  if (word.empty()) return "''";
+  bool plain = true;
+  for (char c : word) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              std::string("_-./=:,+@%").find(c) != std::string::npos;
+    if (!ok) plain = false;
+  }
+  if (plain) return word;
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::vector<ChildSpec> gloo_children(const Options& options,
+                                     const std::vector<RankPlacement>& placements,
+                                     const RendezvousAddress& rendezvous,
+                                     const std::map<std::string, std::string>& forwarded,
+                                     const std::string& cwd) {
+  std::vector<ChildSpec> children;
+  const std::string size = std::to_string(placements.size());
+  for (const RankPlacement& p : placements) {
+    // Later entries win: the job's own values over anything forwarded.
+    std::map<std::string, std::string> env = forwarded;
+    for (const auto& [key, value] : options.rank_settings) {
+      env[key.rfind(kRankPrefix, 0) == 0 ? key : kRankPrefix + key] = value;
+    }
+    env["HOROVODCPP_RANK"] = std::to_string(p.rank);
+    env["HOROVODCPP_SIZE"] = size;
+    env["HOROVODCPP_LOCAL_RANK"] = std::to_string(p.local_rank);
+    env["HOROVODCPP_LOCAL_SIZE"] = std::to_string(p.local_size);
+    env["HOROVODCPP_CROSS_RANK"] = std::to_string(p.cross_rank);
+    env["HOROVODCPP_CROSS_SIZE"] = std::to_string(p.cross_size);
+    env["HOROVODCPP_HOSTNAME"] = p.host;
+    env["HOROVODCPP_CPU_OPERATIONS"] = "gloo";
+    env["HOROVODCPP_GLOO_RENDEZVOUS_ADDR"] = rendezvous.host;
+    env["HOROVODCPP_GLOO_RENDEZVOUS_PORT"] = std::to_string(rendezvous.port);
+    if (!options.network_interface.empty()) {
+      env["HOROVODCPP_GLOO_IFACE"] = options.network_interface;
+    }
+
+    ChildSpec child;
+    child.label = "[" + std::to_string(p.rank) + "]";
+    if (!options.output_filename.empty()) {
+      child.output_file =
+          options.output_filename + "/rank." + std::to_string(p.rank) + "/output.log";
+    }
+    if (is_local_host(p.host)) {
+      child.argv = options.command;
+    } else {
+      // The remote shell does not carry our environment: the command does.
+      std::string line = "cd " + shell_quote(cwd) + " && exec env";
+      for (const auto& [key, value] : env) line += " " + shell_quote(key + "=" + value);
+      for (const auto& word : options.command) line += " " + shell_quote(word);
+      child.argv = remote_shell_words(options, p.host);
+      child.argv.push_back(line);
+    }
+    // Remote ranks keep `env` too: harmless for the remote shell, and it
+    // names the rank and host in failure messages.
+    child.env = std::move(env);
+    children.push_back(std::move(child));
+  }
+  return children;
+}
+
+}  // namespace hvdrun

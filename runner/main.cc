@@ -1,1 +1,487 @@
-// placeholder: being written
+// hvdrun: launches a horovodcpp job through mpirun (MPI mode) or by starting
+// every rank itself around a TCP rendezvous store (Gloo mode).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runner/environment.h"
+#include "runner/gloo_launcher.h"
+#include "runner/hosts.h"
+#include "runner/mpi_command.h"
+#include "runner/options.h"
+#include "runner/process_group.h"
+#include "store/tcp_store_server.h"
+
+#ifndef HVDRUN_VERSION
+#define HVDRUN_VERSION "unknown"
+#endif
+#ifndef HVDRUN_HAVE_MPI
+#define HVDRUN_HAVE_MPI 0
+#endif
+#ifndef HVDRUN_HAVE_GLOO
+#define HVDRUN_HAVE_GLOO 0
+#endif
+
+namespace hvdrun {
+namespace {
+
+[[noreturn]] void usage(const std::string& message) { throw UsageError{message}; }
+
+// A runtime failure (not the user's command line): exit 1.
+struct LaunchError {
+  std::string message;
+};
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) usage("cannot read " + what + " '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int local_cores() {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::string join_quoted(const std::vector<std::string>& words) {
+  std::string line;
+  for (const std::string& w : words) line += (line.empty() ? "" : " ") + shell_quote(w);
+  return line;
+}
+
+// The executable `name` resolves to through PATH, or "".
+std::string find_in_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st {};
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
+
+// Runs `command` through the shell and returns its stdout+stderr.
+std::string capture(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return out;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, pipe)) out += buffer;
+  pclose(pipe);
+  return out;
+}
+
+void print_check_build() {
+  auto yes = [](bool b) { return b ? "yes" : "no"; };
+  std::cout << "hvdrun " << HVDRUN_VERSION << " (horovodcpp)\n"
+            << "  MPI:              " << yes(HVDRUN_HAVE_MPI) << "\n"
+            << "  Gloo:             " << yes(HVDRUN_HAVE_GLOO) << "\n"
+            << "  CUDA:             no\n"
+            << "  NCCL:             no\n"
+            << "  Python bindings:  no\n";
+  std::string mpirun = find_in_path("mpirun");
+  std::cout << "  mpirun on PATH:   "
+            << (mpirun.empty() ? std::string("no (hvdrun defaults to --gloo)") : mpirun) << "\n";
+}
+
+struct JobHosts {
+  std::vector<Host> hosts;
+  bool from_allocation = false;
+  std::string source;  // for --verbose
+};
+
+JobHosts resolve_hosts(const Options& options, const std::map<std::string, std::string>& env) {
+  JobHosts job;
+  if (!options.hosts.empty()) {
+    job.hosts = parse_host_list(options.hosts);
+    job.source = "-H";
+    return job;
+  }
+  if (!options.hostfile.empty()) {
+    try {
+      job.hosts = parse_hostfile_text(read_file(options.hostfile, "--hostfile"));
+    } catch (const UsageError& e) {
+      usage(options.hostfile + ": " + e.message);
+    }
+    job.source = "--hostfile " + options.hostfile;
+    return job;
+  }
+  std::string pbs_text;
+  auto pbs = env.find("PBS_NODEFILE");
+  bool slurm = env.count("SLURM_JOB_NODELIST") || env.count("SLURM_NODELIST");
+  if (!slurm && pbs != env.end() && !pbs->second.empty()) {
+    pbs_text = read_file(pbs->second, "PBS_NODEFILE");
+  }
+  job.hosts = hosts_from_environment(env, pbs_text);
+  if (!job.hosts.empty()) {
+    job.from_allocation = true;
+    job.source = slurm ? "Slurm allocation" : "PBS allocation";
+    return job;
+  }
+  // This machine alone. Like horovodrun, give it as many slots as ranks
+  // asked for; more slots than cores makes mpirun --oversubscribe.
+  int slots = local_cores();
+  if (options.num_proc && *options.num_proc > slots) slots = *options.num_proc;
+  job.hosts = {Host{"localhost", slots}};
+  job.source = "this machine";
+  return job;
+}
+
+// ---- Gloo mode ----------------------------------------------------------
+
+std::string interface_ipv4(const std::string& interface_name) {
+  ifaddrs* addrs = nullptr;
+  if (getifaddrs(&addrs) != 0) return "";
+  std::string found;
+  for (ifaddrs* a = addrs; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    bool loopback = std::string(a->ifa_name) == "lo";
+    if (interface_name.empty() ? loopback : interface_name != a->ifa_name) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    auto* in = reinterpret_cast<sockaddr_in*>(a->ifa_addr);
+    if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) == nullptr) continue;
+    if (interface_name.empty() && std::string(text).rfind("127.", 0) == 0) continue;
+    found = text;
+  }
+  freeifaddrs(addrs);
+  return found;
+}
+
+// The local IPv4 address the kernel would use to reach `host` ("" if none).
+std::string route_source_address(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* result = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &result) != 0 || result == nullptr) return "";
+  std::string address;
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd >= 0 && connect(fd, result->ai_addr, result->ai_addrlen) == 0) {
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    char text[INET_ADDRSTRLEN] = {};
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        inet_ntop(AF_INET, &local.sin_addr, text, sizeof text) != nullptr) {
+      address = text;
+    }
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(result);
+  return address == "0.0.0.0" ? "" : address;
+}
+
+std::string rendezvous_host(const Options& options, const std::vector<std::string>& remote_hosts) {
+  if (remote_hosts.empty()) return "127.0.0.1";
+  if (!options.network_interface.empty()) {
+    std::string address = interface_ipv4(options.network_interface);
+    if (address.empty()) {
+      usage("--network-interface " + options.network_interface + " has no IPv4 address here");
+    }
+    return address;
+  }
+  std::string address = route_source_address(remote_hosts.front());
+  if (address.empty() || address.rfind("127.", 0) == 0) address = interface_ipv4("");
+  if (address.empty()) {
+    throw LaunchError{"no non-loopback IPv4 address on this machine for the remote hosts to "
+                      "reach hvdrun at; give --network-interface"};
+  }
+  return address;
+}
+
+// The remote-shell words for `host` (the same template gloo_children uses).
+std::vector<std::string> remote_shell_words(const Options& options, const std::string& host) {
+  std::vector<std::string> words;
+  if (options.remote_shell.empty()) {
+    words = {"ssh", "-o", "BatchMode=yes"};
+    if (options.ssh_port) words.insert(words.end(), {"-p", std::to_string(*options.ssh_port)});
+    if (!options.ssh_identity_file.empty()) {
+      words.insert(words.end(), {"-i", options.ssh_identity_file});
+    }
+    words.push_back(host);
+    return words;
+  }
+  std::istringstream in(options.remote_shell);
+  std::string word;
+  while (in >> word) {
+    for (std::size_t at; (at = word.find("{host}")) != std::string::npos;) {
+      word.replace(at, 6, host);
+    }
+    words.push_back(word);
+  }
+  return words;
+}
+
+struct Probe {
+  std::string host;
+  std::vector<std::string> argv;
+  pid_t pid = -1;
+  int fd = -1;  // its stdout+stderr
+  std::string output;
+  bool done = false;
+  int status = 0;
+};
+
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  std::size_t nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+// Runs "REMOTE_SHELL true" for every remote host at once; throws
+// LaunchError naming the first host that failed or did not answer in time.
+void check_remote_hosts(const Options& options, const std::vector<std::string>& remote_hosts) {
+  const int seconds = options.start_timeout_seconds;
+  std::vector<Probe> probes;
+  for (const std::string& host : remote_hosts) {
+    Probe p;
+    p.host = host;
+    p.argv = remote_shell_words(options, host);
+    p.argv.push_back("true");
+    probes.push_back(std::move(p));
+  }
+  for (Probe& p : probes) {
+    int fds[2];
+    if (pipe(fds) != 0) throw LaunchError{"pipe() failed"};
+    pid_t pid = fork();
+    if (pid < 0) throw LaunchError{"fork() failed"};
+    if (pid == 0) {
+      setpgid(0, 0);
+      int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, 0);
+      dup2(fds[1], 1);
+      dup2(fds[1], 2);
+      close(fds[0]);
+      close(fds[1]);
+      std::vector<char*> argv;
+      for (std::string& w : p.argv) argv.push_back(w.data());
+      argv.push_back(nullptr);
+      execvp(argv[0], argv.data());
+      std::fprintf(stderr, "cannot run %s: %s\n", argv[0], std::strerror(errno));
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    close(fds[1]);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    p.pid = pid;
+    p.fd = fds[0];
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  auto drain = [](Probe& p) {
+    char buffer[512];
+    ssize_t n;
+    while (p.fd >= 0 && (n = read(p.fd, buffer, sizeof buffer)) > 0) {
+      p.output.append(buffer, static_cast<std::size_t>(n));
+      if (p.output.size() > 8192) p.output.erase(0, p.output.size() - 8192);
+    }
+  };
+  std::string error;
+  for (;;) {
+    bool all_done = true;
+    for (Probe& p : probes) {
+      drain(p);
+      if (p.done) continue;
+      if (waitpid(p.pid, &p.status, WNOHANG) == p.pid) {
+        p.done = true;
+        drain(p);
+        bool ok = WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0;
+        if (!ok && error.empty()) {
+          std::string detail = WIFEXITED(p.status)
+                                   ? "exited with code " + std::to_string(WEXITSTATUS(p.status))
+                                   : "was killed by signal " + std::to_string(WTERMSIG(p.status));
+          std::string said = last_line(p.output);
+          error = "host " + p.host + " did not answer within " + std::to_string(seconds) +
+                  " s ('" + join_quoted(p.argv) + "' " + detail +
+                  (said.empty() ? "" : ": " + said) + ")";
+        }
+      } else {
+        all_done = false;
+      }
+    }
+    if (all_done || !error.empty()) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      for (Probe& p : probes) {
+        if (!p.done && error.empty()) {
+          std::string said = last_line(p.output);
+          error = "host " + p.host + " did not answer within " + std::to_string(seconds) +
+                  " s ('" + join_quoted(p.argv) + "' was still running" +
+                  (said.empty() ? "" : "; it said: " + said) + ")";
+        }
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (Probe& p : probes) {
+    if (!p.done) {
+      kill(-p.pid, SIGKILL);
+      kill(p.pid, SIGKILL);
+      waitpid(p.pid, &p.status, 0);
+    }
+    if (p.fd >= 0) close(p.fd);
+  }
+  if (!error.empty()) throw LaunchError{error};
+}
+
+int run_gloo(const Options& options, const std::vector<RankPlacement>& placements,
+             const std::map<std::string, std::string>& env) {
+  std::vector<std::string> remote_hosts;
+  std::set<std::string> seen;
+  for (const RankPlacement& p : placements) {
+    if (seen.insert(p.host).second && !is_local_host(p.host)) remote_hosts.push_back(p.host);
+  }
+  if (!remote_hosts.empty()) check_remote_hosts(options, remote_hosts);
+
+  RendezvousAddress rendezvous;
+  rendezvous.host = rendezvous_host(options, remote_hosts);
+  std::unique_ptr<hvd::TcpStoreServer> server;
+  try {
+    server = std::make_unique<hvd::TcpStoreServer>(
+        remote_hosts.empty() ? "127.0.0.1" : "0.0.0.0", 0);
+  } catch (const std::exception& e) {
+    throw LaunchError{std::string("cannot start the rendezvous server: ") + e.what()};
+  }
+  rendezvous.port = server->port();
+
+  char cwd[4096] = {};
+  if (getcwd(cwd, sizeof cwd) == nullptr) throw LaunchError{"getcwd() failed"};
+  std::vector<ChildSpec> children =
+      gloo_children(options, placements, rendezvous, forwarded_environment(env), cwd);
+  if (options.verbose) {
+    std::cerr << "hvdrun: Gloo mode, rendezvous at " << rendezvous.host << ":" << rendezvous.port
+              << "\n";
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      std::cerr << "hvdrun: rank " << placements[i].rank << " on " << placements[i].host << ": "
+                << join_quoted(children[i].argv) << "\n";
+    }
+  }
+  JobResult result = run_process_group(children);
+  if (result.exit_code != 0) {
+    std::cerr << "hvdrun: " << (result.failure.empty() ? "the job failed" : result.failure)
+              << "; job exit code " << result.exit_code << "\n";
+  }
+  return result.exit_code;
+}
+
+// ---- MPI mode -----------------------------------------------------------
+
+int run_mpi(const Options& options, const std::vector<Host>& hosts, int num_proc,
+            const std::map<std::string, std::string>& env) {
+  std::string mpirun = find_in_path("mpirun");
+  if (mpirun.empty()) usage("--mpi: mpirun was not found on PATH (use --gloo, or load your MPI)");
+  MpiLaunch launch;
+  launch.flavor = detect_mpi_flavor(capture("mpirun --version"));
+  if (launch.flavor == MpiFlavor::kUnknown) {
+    usage("--mpi: '" + mpirun + " --version' names neither Open MPI nor MPICH/Hydra; use --gloo");
+  }
+  launch.is_root = geteuid() == 0;
+  launch.hosts = hosts;
+  launch.num_proc = num_proc;
+  for (const Host& h : hosts) {
+    if (is_local_host(h.name)) launch.local_host_cores[h.name] = local_cores();
+  }
+  launch.forwarded = forwarded_environment(env);
+
+  ChildSpec child;
+  child.argv = mpi_command(options, launch);
+  if (options.verbose) {
+    std::cerr << "hvdrun: " << mpi_flavor_name(launch.flavor) << ": " << join_quoted(child.argv)
+              << "\n";
+  }
+  JobResult result = run_process_group({child});
+  if (result.exit_code != 0) {
+    std::cerr << "hvdrun: the job failed: " << child.argv.front() << " exited with code "
+              << result.exit_code << " (its output above names the failing rank)\n";
+  }
+  return result.exit_code;
+}
+
+int run(const std::vector<std::string>& args) {
+  Options options = parse_options(args);
+  if (options.help) {
+    std::cout << help_text();
+    return 0;
+  }
+  if (options.check_build) {
+    print_check_build();
+    return 0;
+  }
+  std::map<std::string, std::string> env = current_environment();
+  if (options.remote_shell.empty()) {
+    auto it = env.find("HVDRUN_REMOTE_SHELL");
+    if (it != env.end() && !it->second.empty()) {
+      if (it->second.find("{host}") == std::string::npos) {
+        usage("HVDRUN_REMOTE_SHELL='" + it->second + "' must contain {host}");
+      }
+      options.remote_shell = it->second;
+    }
+  }
+
+  JobHosts job = resolve_hosts(options, env);
+  int num_proc = 0;
+  if (options.num_proc) {
+    num_proc = *options.num_proc;
+  } else if (job.from_allocation) {
+    num_proc = default_num_proc(env, job.hosts).value_or(0);
+  }
+  if (num_proc < 1) usage("-np N is required (no Slurm or PBS allocation to take it from)");
+  std::vector<RankPlacement> placements = place_ranks(job.hosts, num_proc);
+
+  Mode mode = options.mode;
+  if (mode == Mode::kAuto) mode = find_in_path("mpirun").empty() ? Mode::kGloo : Mode::kMpi;
+  if (options.verbose) {
+    std::cerr << "hvdrun: " << num_proc << " ranks on " << host_list_text(job.hosts) << " ("
+              << job.source << "), " << (mode == Mode::kMpi ? "MPI" : "Gloo") << " mode\n";
+  }
+  if (mode == Mode::kMpi) return run_mpi(options, job.hosts, num_proc, env);
+  return run_gloo(options, placements, env);
+}
+
+}  // namespace
+}  // namespace hvdrun
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return hvdrun::run(args);
+  } catch (const hvdrun::UsageError& e) {
+    std::cerr << "hvdrun: error: " << e.message << "\nsee hvdrun --help\n";
+    return 2;
+  } catch (const hvdrun::LaunchError& e) {
+    std::cerr << "hvdrun: error: " << e.message << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "hvdrun: error: " << e.what() << "\n";
+    return 1;
+  }
+}

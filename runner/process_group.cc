@@ -1,1 +1,413 @@
-// placeholder: being written
+// run_process_group: fork/exec every child in its own process group, relay
+// its output line by line with its label, and tear the whole job down on the
+// first failure or when hvdrun is signalled.
+//
+// One thread, one poll loop. Signal handlers (SIGINT, SIGTERM, SIGCHLD) only
+// write the signal number into a self-pipe, which wakes the loop up.
+#include "runner/process_group.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+extern char** environ;
+
+namespace hvdrun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  int saved = errno;
+  unsigned char byte = static_cast<unsigned char>(sig);
+  (void)!write(g_signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGKILL: return "SIGKILL";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGTERM: return "SIGTERM";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+void write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the reader went away: drop the output, keep tearing down
+    done += static_cast<size_t>(n);
+  }
+}
+
+struct Stream {
+  int fd = -1;          // read end of the child's pipe, -1 once closed
+  std::string prefix;   // "[1]<stdout>: ", or empty
+  int out_fd = -1;      // where the lines go
+  std::string pending;  // an incomplete line
+};
+
+struct Child {
+  const ChildSpec* spec = nullptr;
+  std::string name;  // "rank 2 (host h2)" for failure messages
+  pid_t pid = -1;    // also its process group id
+  bool reaped = false;
+  int file_fd = -1;  // output_file, if any
+  Stream streams[2];
+};
+
+std::string describe(const ChildSpec& spec, size_t index) {
+  if (spec.label.empty()) return spec.argv.empty() ? "child" : spec.argv[0];
+  auto rank = spec.env.find("HOROVODCPP_RANK");
+  auto host = spec.env.find("HOROVODCPP_HOSTNAME");
+  std::string name = "rank " + (rank != spec.env.end() ? rank->second : std::to_string(index));
+  name += " (" + (host != spec.env.end() ? "host " + host->second : spec.label) + ")";
+  return name;
+}
+
+// Writes the complete lines of `s` (all of it at EOF) with the label.
+void relay(Stream& s, bool at_eof) {
+  std::string out;
+  size_t start = 0, nl;
+  while ((nl = s.pending.find('\n', start)) != std::string::npos) {
+    out += s.prefix + s.pending.substr(start, nl - start + 1);
+    start = nl + 1;
+  }
+  s.pending.erase(0, start);
+  if (!s.pending.empty() && (at_eof || s.pending.size() > 65536)) {
+    out += s.prefix + s.pending + "\n";
+    s.pending.clear();
+  }
+  write_all(s.out_fd, out);
+}
+
+// Builds argv/envp before fork: after fork only async-signal-safe calls.
+struct ExecArgs {
+  std::vector<std::string> env_strings;
+  std::vector<char*> argv, envp;
+  explicit ExecArgs(const ChildSpec& spec) {
+    std::map<std::string, std::string> env;
+    for (char** e = environ; e && *e; ++e) {
+      const char* eq = std::strchr(*e, '=');
+      if (eq) env[std::string(*e, static_cast<size_t>(eq - *e))] = eq + 1;
+    }
+    for (const auto& [k, v] : spec.env) env[k] = v;
+    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+  }
+};
+
+// Starts one child; on failure to fork, returns false with the reason.
+bool start_child(Child& child, std::string* error) {
+  const ChildSpec& spec = *child.spec;
+  if (spec.argv.empty()) {
+    *error = "empty command";
+    return false;
+  }
+  if (!spec.output_file.empty()) {
+    std::error_code ec;
+    auto parent = std::filesystem::path(spec.output_file).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    child.file_fd = open(spec.output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (child.file_fd < 0) {
+      *error = "cannot open " + spec.output_file + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  int pipes[2][2];
+  if (pipe2(pipes[0], O_CLOEXEC) != 0) {
+    *error = std::strerror(errno);
+    return false;
+  }
+  if (pipe2(pipes[1], O_CLOEXEC) != 0) {
+    close(pipes[0][0]);
+    close(pipes[0][1]);
+    *error = std::strerror(errno);
+    return false;
+  }
+  ExecArgs args(spec);
+  // Signals stay blocked until the child has reset its handlers: a TERM sent
+  // to its group right after fork must kill it, not run our handler.
+  sigset_t all, old_mask;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &old_mask);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    // A background hvdrun (sh &) ignores INT/QUIT: its ranks must not.
+    for (int sig : {SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGCHLD}) signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, 0);
+    dup2(pipes[0][1], 1);
+    dup2(pipes[1][1], 2);
+    execvpe(args.argv[0], args.argv.data(), args.envp.data());
+    const char* msg = "hvdrun: cannot execute ";
+    (void)!write(2, msg, std::strlen(msg));
+    (void)!write(2, args.argv[0], std::strlen(args.argv[0]));
+    (void)!write(2, ": ", 2);
+    (void)!write(2, std::strerror(errno), std::strlen(std::strerror(errno)));
+    (void)!write(2, "\n", 1);
+    _exit(127);
+  }
+  int saved = errno;
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  close(pipes[0][1]);
+  close(pipes[1][1]);
+  if (pid < 0) {
+    close(pipes[0][0]);
+    close(pipes[1][0]);
+    *error = std::string("fork: ") + std::strerror(saved);
+    return false;
+  }
+  setpgid(pid, pid);  // also here: no race with an early kill(-pid, ...)
+  child.pid = pid;
+  for (int i = 0; i < 2; ++i) {
+    child.streams[i].fd = pipes[i][0];
+    if (!spec.label.empty())
+      child.streams[i].prefix = spec.label + (i ? "<stderr>: " : "<stdout>: ");
+    child.streams[i].out_fd = child.file_fd >= 0 ? child.file_fd : (i == 0 ? 1 : 2);
+  }
+  return true;
+}
+
+// Descendants that left our process groups (MPI ranks get their own) and
+// were reparented to us, the subreaper, when their parent died: the dead
+// ones are reaped, the live ones returned.
+std::vector<pid_t> reap_adopted(const std::vector<Child>& children) {
+  std::vector<pid_t> alive;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return alive;
+  const std::string me = std::to_string(getpid());
+  while (dirent* entry = readdir(dir)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0) continue;
+    bool tracked = false;
+    for (const auto& c : children) tracked |= c.pid == pid && !c.reaped;
+    char stat[512] = {};
+    int fd = open(("/proc/" + std::string(entry->d_name) + "/stat").c_str(), O_RDONLY);
+    if (tracked || fd < 0) {
+      if (fd >= 0) close(fd);
+      continue;
+    }
+    ssize_t n = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    const char* paren = n > 0 ? std::strrchr(stat, ')') : nullptr;
+    char state = 0;
+    char ppid[32] = {};
+    if (paren == nullptr || std::sscanf(paren + 1, " %c %31s", &state, ppid) != 2) continue;
+    if (me != ppid) continue;
+    if (waitpid(pid, nullptr, WNOHANG) != pid) alive.push_back(pid);
+  }
+  closedir(dir);
+  return alive;
+}
+
+}  // namespace
+
+JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_seconds) {
+  JobResult result;
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return {1, std::string("pipe: ") + std::strerror(errno)};
+  }
+  struct sigaction action {
+  }, old_int{}, old_term{}, old_chld{}, old_pipe{};
+  action.sa_handler = on_signal;
+  action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &old_int);
+  sigaction(SIGTERM, &action, &old_term);
+  sigaction(SIGCHLD, &action, &old_chld);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &old_pipe);  // a closed stdout must not kill the teardown
+
+  // Orphaned grandchildren become our children, so they can be reaped and
+  // a group that still has live members is told from one that has zombies.
+  int was_subreaper = 0;
+  prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  std::vector<Child> children(specs.size());
+  bool terminating = false;  // SIGTERM sent to every group
+  bool killed = false;       // SIGKILL sent to every group
+  Clock::time_point kill_at{}, give_up_at{};
+  auto grace =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_seconds));
+
+  std::vector<pid_t> adopted;
+  auto signal_all = [&](int sig) {
+    for (auto& c : children) {
+      if (c.pid > 0) kill(-c.pid, sig);  // the group: grandchildren too
+    }
+    for (pid_t pid : adopted) kill(pid, sig);
+  };
+  auto begin_teardown = [&]() {
+    if (terminating) return;
+    terminating = true;
+    signal_all(SIGTERM);
+    kill_at = Clock::now() + grace;
+  };
+  auto fail = [&](int code, const std::string& why) {
+    if (result.exit_code == 0) {
+      result.exit_code = code;
+      result.failure = why;
+    }
+    begin_teardown();
+  };
+
+  for (size_t i = 0; i < specs.size() && !terminating; ++i) {
+    children[i].spec = &specs[i];
+    children[i].name = describe(specs[i], i);
+    std::string error;
+    if (!start_child(children[i], &error)) fail(1, children[i].name + ": " + error);
+  }
+
+  while (true) {
+    // Reap what has exited: our children, and their orphaned descendants
+    // (reparented to us as subreaper) by process group; never waitpid(-1).
+    bool all_reaped = true;
+    for (auto& c : children) {
+      if (c.pid <= 0) continue;
+      int status = 0;
+      while (!c.reaped) {
+        pid_t r = waitpid(c.pid, &status, WNOHANG);
+        if (r == 0) break;
+        if (r < 0 && errno == EINTR) continue;
+        c.reaped = true;
+        if (r < 0) break;
+        if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+          fail(WEXITSTATUS(status),
+               c.name + " exited with code " + std::to_string(WEXITSTATUS(status)));
+        } else if (WIFSIGNALED(status)) {
+          int sig = WTERMSIG(status);
+          fail(128 + sig, c.name + " was killed by signal " + std::to_string(sig) + " (" +
+                              signal_name(sig) + ")");
+        }
+      }
+      if (c.reaped) {
+        while (waitpid(-c.pid, &status, WNOHANG) > 0) {
+        }
+      }
+      all_reaped = all_reaped && c.reaped;
+    }
+    if (all_reaped || terminating) {
+      std::vector<pid_t> found = reap_adopted(children);
+      for (pid_t pid : found) {  // adopted after the signals went out
+        bool known = std::find(adopted.begin(), adopted.end(), pid) != adopted.end();
+        if (terminating && !known) kill(pid, killed ? SIGKILL : SIGTERM);
+      }
+      adopted = std::move(found);
+    }
+    std::vector<pollfd> fds;
+    std::vector<Stream*> streams;
+    fds.push_back({g_signal_pipe[0], POLLIN, 0});
+    for (auto& c : children) {
+      for (auto& s : c.streams) {
+        if (s.fd >= 0) {
+          fds.push_back({s.fd, POLLIN, 0});
+          streams.push_back(&s);
+        }
+      }
+    }
+    auto now = Clock::now();
+    if (all_reaped) {
+      // Every child is gone; grandchildren left in their groups are not let be.
+      bool leftovers = !adopted.empty();
+      for (auto& c : children) leftovers |= c.pid > 0 && kill(-c.pid, 0) == 0;
+      if (!leftovers && streams.empty()) break;
+      begin_teardown();
+    }
+    if (terminating && !killed && now >= kill_at) {
+      killed = true;
+      signal_all(SIGKILL);
+      give_up_at = now + std::chrono::seconds(2);
+    }
+    // A process that left our process groups (setsid) may hold a pipe forever.
+    if (killed && all_reaped && now >= give_up_at) break;
+
+    int timeout_ms = 200;
+    if (terminating && !killed) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - now).count();
+      timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left, 200)));
+    }
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
+
+    if (fds[0].revents & POLLIN) {
+      unsigned char sigs[64];
+      ssize_t n;
+      while ((n = read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
+        for (ssize_t i = 0; i < n; ++i) {
+          if (sigs[i] == SIGCHLD) continue;
+          bool again = terminating && result.failure.rfind("hvdrun received", 0) == 0;
+          fail(128 + sigs[i], "hvdrun received " + signal_name(sigs[i]) + ", stopping every rank");
+          if (again && !killed) kill_at = Clock::now();  // second Ctrl-C: KILL at once
+        }
+      }
+    }
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (!fds[i + 1].revents) continue;
+      Stream& s = *streams[i];
+      char buf[16384];
+      ssize_t n = read(s.fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n > 0) {
+        s.pending.append(buf, static_cast<size_t>(n));
+        relay(s, false);
+      } else {
+        relay(s, true);
+        close(s.fd);
+        s.fd = -1;
+      }
+    }
+  }
+
+  for (auto& c : children) {
+    for (auto& s : c.streams) {
+      if (s.fd >= 0) close(s.fd);
+    }
+    if (c.file_fd >= 0) close(c.file_fd);
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGCHLD, &old_chld, nullptr);
+  sigaction(SIGPIPE, &old_pipe, nullptr);
+  close(g_signal_pipe[0]);
+  close(g_signal_pipe[1]);
+  g_signal_pipe[0] = g_signal_pipe[1] = -1;
+  return result;
+}
+
+}  // namespace hvdrun

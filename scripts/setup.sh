@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what horovodcpp needs from Debian, then configures and builds it.
+# Installs what horovodcpp needs from Debian, then configures, builds and
+# installs it (hvdrun on PATH).
 # Safe to run twice: packages already present are not fetched again, and the
 # build is incremental. Used by both README commands and by .ci/run.
 set -euo pipefail
@@ -21,7 +22,7 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
-  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
@@ -29,3 +30,11 @@ fi
 build_dir=${HVD_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build_dir" -j "$(nproc)"
+
+# Install hvdrun, the library and its CMake package (default /usr/local),
+# so `hvdrun` is on PATH and find_package(horovodcpp) works.
+prefix=${HVD_PREFIX:-/usr/local}
+sudo_cmd=""; [ -w "$prefix" ] || sudo_cmd="sudo"
+$sudo_cmd cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+[ "$(id -u)" -ne 0 ] || ldconfig
+echo "setup: installed hvdrun and libhorovodcpp under $prefix"

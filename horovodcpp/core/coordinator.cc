@@ -55,6 +55,11 @@ void Coordinator::loop() {
         next_cycle = now;
       }
     }
+  } catch (const Error& e) {
+    // Typed errors (RankFailure for a lost peer, BackendError, ...) reach
+    // every pending Work as they are.
+    HVD_LOG(Error) << "coordinator stopped: " << e.what();
+    fail_everything_left(std::current_exception());
   } catch (const std::exception& e) {
     HVD_LOG(Error) << "coordinator stopped: " << e.what();
     fail_everything_left(std::make_exception_ptr(

@@ -10,6 +10,11 @@
 #include "backend/mpi/mpi_context.h"
 #include "backend/mpi/mpi_controller.h"
 #endif
+#if HVD_HAVE_GLOO
+#include "backend/gloo/gloo_backend.h"
+#include "backend/gloo/gloo_context.h"
+#include "backend/gloo/gloo_controller.h"
+#endif
 
 namespace hvd {
 namespace {
@@ -30,11 +35,25 @@ Transport create_mpi_transport() {
 }
 #endif
 
+#if HVD_HAVE_GLOO
+Transport create_gloo_transport() {
+  // Controller and backend share one rendezvous, topology and TCP device.
+  std::shared_ptr<GlooContext> context = GlooContext::create();
+  Transport transport;
+  transport.controller = std::make_unique<GlooController>(context);
+  transport.backend = std::make_unique<GlooBackend>(context);
+  return transport;
+}
+#endif
+
 // The compiled transports, in order of preference.
 const std::vector<TransportEntry>& transport_table() {
   static const std::vector<TransportEntry> table = {
 #if HVD_HAVE_MPI
     {"mpi", &create_mpi_transport},
+#endif
+#if HVD_HAVE_GLOO
+    {"gloo", &create_gloo_transport},
 #endif
   };
   return table;

@@ -1,1 +1,281 @@
-// placeholder: being written
+#include "store/tcp_store.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "core/check.h"
+#include "store/tcp_store_protocol.h"
+
+namespace hvd {
+namespace {
+
+namespace proto = store_protocol;
+using Clock = std::chrono::steady_clock;
+
+int RemainingMs(Clock::time_point deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left <= 0) return 0;
+  return static_cast<int>(std::min<long long>(left + 1, 1 << 30));
+}
+
+// A connection to itself: on Linux, connecting to a free local port in the
+// ephemeral range can pick that same port as source and "succeed".
+bool IsSelfConnection(int fd) {
+  sockaddr_storage local{}, peer{};
+  socklen_t local_len = sizeof(local), peer_len = sizeof(peer);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) return false;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) return false;
+  return local_len == peer_len && std::memcmp(&local, &peer, local_len) == 0;
+}
+
+// One non-blocking connect attempt, bounded by `deadline`; -1 and `error`
+// on failure.
+int TryConnect(const addrinfo* ai, Clock::time_point deadline, std::string* error) {
+  int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return -1;
+  }
+  int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+  if (rc != 0 && errno == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    do {
+      rc = ::poll(&p, 1, RemainingMs(deadline));
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0) {
+      *error = "connect timed out";
+      ::close(fd);
+      return -1;
+    }
+    int so_error = 0;
+    socklen_t len = sizeof(so_error);
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+    rc = so_error == 0 ? 0 : -1;
+    errno = so_error;
+  }
+  if (rc != 0) {
+    *error = std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  if (IsSelfConnection(fd)) {
+    *error = std::strerror(ECONNREFUSED);
+    ::close(fd);
+    return -1;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+// Resolves host (IPv4) and tries each address once; -1 and `error` on failure.
+int ConnectOnce(const std::string& host, int port, Clock::time_point deadline, std::string* error) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* list = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list);
+  if (rc != 0) {
+    *error = "cannot resolve " + host + ": " + ::gai_strerror(rc);
+    return -1;
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(list, &::freeaddrinfo);
+  int fd = -1;
+  for (const addrinfo* ai = list; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    fd = TryConnect(ai, deadline, error);
+  }
+  return fd;
+}
+
+}  // namespace
+
+TcpStore::TcpStore(std::string host, int port, std::chrono::milliseconds connect_timeout)
+    : host_(std::move(host)), port_(port) {
+  HVD_CHECK(port_ > 0 && port_ <= 65535, InvalidArgument,
+            "TcpStore: port " << port_ << " of the rendezvous store is out of range");
+  const auto deadline = Clock::now() + connect_timeout;
+  auto pause = std::chrono::milliseconds(10);
+  std::string last_error = "connect timed out";
+  for (;;) {
+    fd_ = ConnectOnce(host_, port_, deadline, &last_error);
+    if (fd_ >= 0) return;
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      HVD_THROW(Timeout, "TcpStore: could not reach the rendezvous store at "
+                             << address() << " within " << connect_timeout.count() / 1000.0
+                             << " s (last error: " << last_error << ")");
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::milliseconds(100));
+  }
+}
+
+TcpStore::~TcpStore() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string TcpStore::address() const { return host_ + ":" + std::to_string(port_); }
+
+void TcpStore::Lose(const std::string& what, const std::string& reason) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  lost_reason_ = reason;
+  HVD_THROW(Error, "TcpStore: lost the connection to the rendezvous store at "
+                       << address() << " during " << what << ": " << reason);
+}
+
+void TcpStore::SendAll(const std::string& data, const std::string& what,
+                       Clock::time_point deadline) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd_, POLLOUT, 0};
+      const int rc = ::poll(&p, 1, RemainingMs(deadline));
+      if (rc == 0) {
+        ::close(fd_);
+        fd_ = -1;  // a partial request was sent: reconnect for the next call
+        HVD_THROW(Timeout, "TcpStore: the rendezvous store at " << address() << " did not accept "
+                                                                << what << " in time");
+      }
+      continue;
+    }
+    Lose(what, std::strerror(errno));
+  }
+}
+
+void TcpStore::RecvAll(char* data, std::size_t size, const std::string& what,
+                       Clock::time_point deadline) {
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::recv(fd_, data + done, size - done, 0);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == 0) Lose(what, "the server closed the connection (did it exit?)");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      pollfd p{fd_, POLLIN, 0};
+      const int rc = ::poll(&p, 1, RemainingMs(deadline));
+      if (rc == 0) {
+        ::close(fd_);
+        fd_ = -1;  // a reply is still due: reconnect for the next call
+        HVD_THROW(Timeout, "TcpStore: no reply from the rendezvous store at "
+                               << address() << " to " << what << " in time");
+      }
+      continue;
+    }
+    Lose(what, std::strerror(errno));
+  }
+}
+
+void TcpStore::CheckSizes(const std::string& key, std::size_t value_size, const char* what) const {
+  HVD_CHECK(key.size() <= proto::kMaxKeySize, InvalidArgument,
+            "TcpStore: " << what << ": the key is " << key.size() << " bytes, over the limit of "
+                         << proto::kMaxKeySize);
+  HVD_CHECK(value_size <= proto::kMaxValueSize, InvalidArgument,
+            "TcpStore: " << what << "('" << key << "'): the value is " << value_size
+                         << " bytes, over the limit of " << proto::kMaxValueSize);
+}
+
+TcpStore::Reply TcpStore::Call(unsigned char op, const std::string& key, const std::string& value,
+                               const char* op_name, Clock::time_point deadline) {
+  const std::string what = std::string(op_name) + "('" + key + "')";
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (fd_ < 0) {
+    if (!lost_reason_.empty()) {
+      HVD_THROW(Error, "TcpStore: " << what << ": the connection to the rendezvous store at "
+                                    << address() << " was lost earlier: " << lost_reason_);
+    }
+    // Dropped after a timeout: the server may only be slow, so reconnect.
+    std::string error;
+    fd_ = ConnectOnce(host_, port_, deadline, &error);
+    if (fd_ < 0) {
+      lost_reason_ = "reconnecting failed: " + error;
+      HVD_THROW(Error, "TcpStore: " << what << ": cannot reconnect to the rendezvous store at "
+                                    << address() << ": " << error);
+    }
+  }
+
+  std::string header;
+  header.reserve(proto::kRequestHeaderSize + key.size());
+  header.push_back(static_cast<char>(op));
+  proto::PutU32(&header, static_cast<std::uint32_t>(key.size()));
+  proto::PutU64(&header, value.size());
+  header.append(key);
+  SendAll(header, what, deadline);
+  if (!value.empty()) SendAll(value, what, deadline);
+
+  char reply_header[proto::kReplyHeaderSize];
+  RecvAll(reply_header, sizeof(reply_header), what, deadline);
+  Reply reply;
+  reply.status = static_cast<unsigned char>(reply_header[0]);
+  const std::uint64_t size = proto::GetU64(reply_header + 1);
+  if (reply.status > proto::kError || size > proto::kMaxValueSize) {
+    Lose(what, "malformed reply (is " + address() + " a horovodcpp rendezvous store?)");
+  }
+  reply.payload.resize(size);
+  if (size > 0) RecvAll(&reply.payload[0], size, what, deadline);
+  if (reply.status == proto::kError) {
+    HVD_THROW(InvalidArgument, "TcpStore: " << what << " failed at the rendezvous store at "
+                                            << address() << ": " << reply.payload);
+  }
+  return reply;
+}
+
+void TcpStore::set(const std::string& key, const std::string& value) {
+  CheckSizes(key, value.size(), "set");
+  Call(proto::kSet, key, value, "set", Clock::now() + io_timeout_);
+}
+
+std::string TcpStore::get(const std::string& key, std::chrono::milliseconds timeout) {
+  CheckSizes(key, 0, "get");
+  const auto deadline = Clock::now() + timeout;
+  // One exchange may overrun the deadline by this much, so that a get with
+  // a short timeout still gets an answer from a busy server.
+  const auto grace = std::chrono::milliseconds(100);
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    Reply reply =
+        Call(proto::kGet, key, std::string(), "get", std::max(deadline, Clock::now() + grace));
+    if (reply.status == proto::kOk) return std::move(reply.payload);
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      HVD_THROW(Timeout, "TcpStore: key '" << key << "' was not set in the rendezvous store at "
+                                           << address() << " within " << timeout.count() << " ms");
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::milliseconds(20));
+  }
+}
+
+long long TcpStore::add(const std::string& key, long long delta) {
+  CheckSizes(key, 8, "add");
+  Reply reply = Call(proto::kAdd, key, proto::EncodeI64(delta), "add", Clock::now() + io_timeout_);
+  if (reply.status != proto::kOk || reply.payload.size() != 8) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Lose("add('" + key + "')", "malformed reply");
+  }
+  return proto::DecodeI64(reply.payload.data());
+}
+
+}  // namespace hvd

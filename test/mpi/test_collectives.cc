@@ -48,17 +48,29 @@ int env_int_or(const char* name, int fallback) {
   return v ? std::atoi(v) : fallback;
 }
 
+// The launcher's word for a place: hvdrun's Gloo mode sets HOROVODCPP_X
+// (or a Horovod script HOROVOD_X); Open MPI's mpirun sets OMPI_COMM_WORLD_Y.
+int launcher_int_or(const char* hvd_name, const char* ompi_name, int fallback) {
+  for (const char* prefix : {"HOROVODCPP_", "HOROVOD_"}) {
+    const std::string name = std::string(prefix) + hvd_name;
+    if (std::getenv(name.c_str())) return env_int_or(name.c_str(), fallback);
+  }
+  return env_int_or(ompi_name, fallback);
+}
+
 TEST(Topology, RankSizeLocalCross) {
   ASSERT_TRUE(hvd::is_initialized());
   const int rank = hvd::rank();
   const int size = hvd::size();
   EXPECT_GE(rank, 0);
   EXPECT_LT(rank, size);
-  // Open MPI's launcher tells every process its place.
-  EXPECT_EQ(size, env_int_or("OMPI_COMM_WORLD_SIZE", size));
-  EXPECT_EQ(rank, env_int_or("OMPI_COMM_WORLD_RANK", rank));
-  EXPECT_EQ(hvd::local_rank(), env_int_or("OMPI_COMM_WORLD_LOCAL_RANK", hvd::local_rank()));
-  EXPECT_EQ(hvd::local_size(), env_int_or("OMPI_COMM_WORLD_LOCAL_SIZE", hvd::local_size()));
+  // The launcher (hvdrun or Open MPI's mpirun) tells every process its place.
+  EXPECT_EQ(size, launcher_int_or("SIZE", "OMPI_COMM_WORLD_SIZE", size));
+  EXPECT_EQ(rank, launcher_int_or("RANK", "OMPI_COMM_WORLD_RANK", rank));
+  EXPECT_EQ(hvd::local_rank(),
+            launcher_int_or("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", hvd::local_rank()));
+  EXPECT_EQ(hvd::local_size(),
+            launcher_int_or("LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", hvd::local_size()));
   // The suites run on one host.
   EXPECT_EQ(hvd::local_size(), size);
   EXPECT_EQ(hvd::local_rank(), rank);

@@ -1,1 +1,127 @@
-// placeholder: being written
+// gloo_children as a pure function: the exact environment and argv of local
+// and remote ranks; shell quoting; is_local_host.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "runner/gloo_launcher.h"
+
+namespace hvdrun {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+using Argv = std::vector<std::string>;
+
+std::vector<RankPlacement> two_hosts() {
+  // -H localhost:2,10.255.255.1:1
+  return {
+      {0, "localhost", 0, 2, 0, 2}, {1, "localhost", 1, 2, 0, 1}, {2, "10.255.255.1", 0, 1, 1, 2}};
+}
+
+Options job() {
+  Options options;
+  options.num_proc = 3;
+  options.command = {"python3", "train.py", "--lr", "0.1"};
+  return options;
+}
+
+TEST(ShellQuote, PlainWordsStayAsTheyAre) {
+  EXPECT_EQ(shell_quote("train.py"), "train.py");
+  EXPECT_EQ(shell_quote("HOROVODCPP_RANK=2"), "HOROVODCPP_RANK=2");
+  EXPECT_EQ(shell_quote("/usr/bin:/bin"), "/usr/bin:/bin");
+}
+
+TEST(ShellQuote, SpecialWordsAreSingleQuoted) {
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("two words"), "'two words'");
+  EXPECT_EQ(shell_quote("$HOME"), "'$HOME'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote("a\"b"), "'a\"b'");
+  EXPECT_EQ(shell_quote("x;rm -rf /"), "'x;rm -rf /'");
+  EXPECT_EQ(shell_quote("`id`"), "'`id`'");
+}
+
+TEST(IsLocalHost, LoopbackAndNames) {
+  EXPECT_TRUE(is_local_host("localhost"));
+  EXPECT_TRUE(is_local_host("127.0.0.1"));
+  EXPECT_TRUE(is_local_host("127.0.1.1"));
+  EXPECT_FALSE(is_local_host("10.255.255.1"));
+  EXPECT_FALSE(is_local_host("no-such-host.invalid"));
+  char name[256] = {};
+  ASSERT_EQ(gethostname(name, sizeof name - 1), 0);
+  EXPECT_TRUE(is_local_host(name));
+}
+
+TEST(GlooChildren, LocalRankEnvironmentAndArgv) {
+  Options options = job();
+  options.rank_settings = {{"HOROVODCPP_FUSION_THRESHOLD", "1048576"}, {"LOG_LEVEL", "debug"}};
+  Env forwarded = {{"PATH", "/usr/bin"}, {"HOROVODCPP_RANK", "stale"}};
+  auto children = gloo_children(options, two_hosts(), {"10.0.0.5", 4242}, forwarded, "/work");
+  ASSERT_EQ(children.size(), 3u);
+  const ChildSpec& c = children[1];
+  EXPECT_EQ(c.argv, (Argv{"python3", "train.py", "--lr", "0.1"}));
+  EXPECT_EQ(c.label, "[1]");
+  EXPECT_EQ(c.output_file, "");
+  EXPECT_EQ(c.env, (Env{{"PATH", "/usr/bin"},
+                        {"HOROVODCPP_RANK", "1"},
+                        {"HOROVODCPP_SIZE", "3"},
+                        {"HOROVODCPP_LOCAL_RANK", "1"},
+                        {"HOROVODCPP_LOCAL_SIZE", "2"},
+                        {"HOROVODCPP_CROSS_RANK", "0"},
+                        {"HOROVODCPP_CROSS_SIZE", "1"},
+                        {"HOROVODCPP_HOSTNAME", "localhost"},
+                        {"HOROVODCPP_CPU_OPERATIONS", "gloo"},
+                        {"HOROVODCPP_GLOO_RENDEZVOUS_ADDR", "10.0.0.5"},
+                        {"HOROVODCPP_GLOO_RENDEZVOUS_PORT", "4242"},
+                        {"HOROVODCPP_FUSION_THRESHOLD", "1048576"},
+                        {"HOROVODCPP_LOG_LEVEL", "debug"}}));
+}
+
+TEST(GlooChildren, NetworkInterfaceAndOutputFiles) {
+  Options options = job();
+  options.network_interface = "eth1";
+  options.output_filename = "/tmp/out";
+  auto children = gloo_children(options, two_hosts(), {"h", 1}, {}, "/work");
+  EXPECT_EQ(children[0].env.at("HOROVODCPP_GLOO_IFACE"), "eth1");
+  EXPECT_EQ(children[0].output_file, "/tmp/out/rank.0/output.log");
+  EXPECT_EQ(children[2].output_file, "/tmp/out/rank.2/output.log");
+}
+
+TEST(GlooChildren, RemoteRankRunsThroughSsh) {
+  Options options = job();
+  options.command = {"python3", "my script.py", "--name", "it's $HOME"};
+  options.ssh_port = 2222;
+  options.ssh_identity_file = "/keys/id rsa";
+  Env forwarded = {{"PATH", "/opt/a b:/usr/bin"}};
+  auto children = gloo_children(options, two_hosts(), {"10.0.0.5", 4242}, forwarded, "/my work");
+  const ChildSpec& c = children[2];
+  EXPECT_EQ(c.label, "[2]");
+  std::string command =
+      "cd '/my work' && exec env HOROVODCPP_CPU_OPERATIONS=gloo HOROVODCPP_CROSS_RANK=1 "
+      "HOROVODCPP_CROSS_SIZE=2 HOROVODCPP_GLOO_RENDEZVOUS_ADDR=10.0.0.5 "
+      "HOROVODCPP_GLOO_RENDEZVOUS_PORT=4242 HOROVODCPP_HOSTNAME=10.255.255.1 "
+      "HOROVODCPP_LOCAL_RANK=0 HOROVODCPP_LOCAL_SIZE=1 HOROVODCPP_RANK=2 HOROVODCPP_SIZE=3 "
+      "'PATH=/opt/a b:/usr/bin' python3 'my script.py' --name 'it'\\''s $HOME'";
+  EXPECT_EQ(c.argv, (Argv{"ssh", "-o", "BatchMode=yes", "-p", "2222", "-i", "/keys/id rsa",
+                          "10.255.255.1", command}));
+  // The rank's variables stay in env as well (failure messages name the host).
+  EXPECT_EQ(c.env.at("HOROVODCPP_RANK"), "2");
+  EXPECT_EQ(c.env.at("HOROVODCPP_HOSTNAME"), "10.255.255.1");
+}
+
+TEST(GlooChildren, RemoteShellTemplate) {
+  Options options = job();
+  options.command = {"worker"};
+  options.remote_shell = "ip netns exec hvdt-{host}  sh -c";
+  auto children = gloo_children(options, two_hosts(), {"10.0.0.5", 1}, {}, "/w");
+  Argv argv = children[2].argv;
+  ASSERT_EQ(argv.size(), 7u);
+  EXPECT_EQ(Argv(argv.begin(), argv.end() - 1),
+            (Argv{"ip", "netns", "exec", "hvdt-10.255.255.1", "sh", "-c"}));
+  EXPECT_EQ(argv.back().substr(0, 18), "cd /w && exec env ");
+  EXPECT_EQ(argv.back().substr(argv.back().size() - 7), " worker");
+  // Local ranks never go through the remote shell.
+  EXPECT_EQ(children[0].argv, (Argv{"worker"}));
+}
+
+}  // namespace
+}  // namespace hvdrun

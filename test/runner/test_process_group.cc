@@ -1,1 +1,213 @@
-// placeholder: being written
+// run_process_group with real child processes (sh, sleep): output relay,
+// teardown on failure, SIGKILL after the grace period, grandchildren, and
+// hvdrun itself being signalled.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "runner/process_group.h"
+
+namespace hvdrun {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+class ProcessGroupTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/hvdrun_pg_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ChildSpec shell(const std::string& script, const std::string& label, const std::string& file) {
+    ChildSpec spec;
+    spec.argv = {"sh", "-c", script};
+    spec.label = label;
+    if (!file.empty()) spec.output_file = dir_ + "/" + file;
+    return spec;
+  }
+  std::string read(const std::string& file) {
+    std::ifstream in(dir_ + "/" + file);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  // The number printed on the line "<label><stdout>: N" of `file`.
+  pid_t pid_in(const std::string& file, const std::string& label) {
+    std::istringstream lines(read(file));
+    std::string line, prefix = label + "<stdout>: ";
+    while (std::getline(lines, line)) {
+      if (line.rfind(prefix, 0) == 0)
+        return static_cast<pid_t>(std::stol(line.substr(prefix.size())));
+    }
+    return -1;
+  }
+  static double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  std::string dir_;
+};
+
+// Alive and not a zombie (an orphan may wait for a PID 1 that never reaps).
+bool alive(pid_t pid) {
+  if (pid <= 0 || kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto paren = content.rfind(')');
+  return paren == std::string::npos || content.size() < paren + 3 || content[paren + 2] != 'Z';
+}
+
+TEST_F(ProcessGroupTest, AllSucceedAndOutputIsPrefixed) {
+  std::vector<ChildSpec> children = {
+      shell("echo hello; echo oops >&2; printf 'no newline'", "[0]", "r0.log"),
+      shell("echo \"$GREETING from one\"", "[1]", "sub/dir/r1.log"),
+  };
+  children[1].env["GREETING"] = "hi";
+  JobResult result = run_process_group(children, 1.0);
+  EXPECT_EQ(result.exit_code, 0) << result.failure;
+  EXPECT_EQ(result.failure, "");
+  std::string r0 = read("r0.log");
+  EXPECT_NE(r0.find("[0]<stdout>: hello\n"), std::string::npos) << r0;
+  EXPECT_NE(r0.find("[0]<stderr>: oops\n"), std::string::npos) << r0;
+  EXPECT_NE(r0.find("[0]<stdout>: no newline\n"), std::string::npos) << r0;
+  EXPECT_EQ(read("sub/dir/r1.log"), "[1]<stdout>: hi from one\n");
+}
+
+TEST_F(ProcessGroupTest, RelaysToHvdrunStdoutAndUnlabelledAsIs) {
+  std::string captured = dir_ + "/stdout.txt";
+  fflush(stdout);
+  int saved = dup(1);
+  int fd = open(captured.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  dup2(fd, 1);
+  close(fd);
+  JobResult result =
+      run_process_group({shell("echo one; echo two", "[3]", ""), shell("echo raw", "", "")}, 1.0);
+  dup2(saved, 1);
+  close(saved);
+  EXPECT_EQ(result.exit_code, 0);
+  std::string out = read("stdout.txt");
+  EXPECT_NE(out.find("[3]<stdout>: one\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("[3]<stdout>: two\n"), std::string::npos) << out;
+  EXPECT_LT(out.find("[3]<stdout>: one\n"), out.find("[3]<stdout>: two\n")) << out;
+  EXPECT_NE(out.find("raw\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("<stdout>: raw"), std::string::npos) << out;
+}
+
+TEST_F(ProcessGroupTest, FailureTearsDownTheOthers) {
+  auto start = Clock::now();
+  std::vector<ChildSpec> children = {
+      shell("sleep 0.3; exit 3", "[0]", "r0.log"),
+      shell("echo $$; exec sleep 100", "[1]", "r1.log"),
+  };
+  children[0].env["HOROVODCPP_RANK"] = "0";
+  children[0].env["HOROVODCPP_HOSTNAME"] = "h0";
+  JobResult result = run_process_group(children, 2.0);
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(result.failure, "rank 0 (host h0) exited with code 3");
+  pid_t sleeper = pid_in("r1.log", "[1]");
+  ASSERT_GT(sleeper, 0) << read("r1.log");
+  EXPECT_FALSE(alive(sleeper));
+}
+
+TEST_F(ProcessGroupTest, ChildIgnoringTermIsKilledAfterGrace) {
+  auto start = Clock::now();
+  JobResult result = run_process_group({shell("trap '' TERM; echo $$; sleep 100", "[0]", "r0.log"),
+                                        shell("sleep 0.5; exit 1", "[1]", "r1.log")},
+                                       1.0);
+  double elapsed = seconds_since(start);
+  EXPECT_GE(elapsed, 1.4);  // 0.5 s until the failure, then the whole grace
+  EXPECT_LT(elapsed, 5.0);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.failure, "rank 1 ([1]) exited with code 1");
+  pid_t stubborn = pid_in("r0.log", "[0]");
+  ASSERT_GT(stubborn, 0) << read("r0.log");
+  EXPECT_FALSE(alive(stubborn));
+}
+
+TEST_F(ProcessGroupTest, GrandchildrenAreKilledToo) {
+  JobResult result = run_process_group(
+      {shell("sleep 100 & echo $!; wait", "[0]", "r0.log"), shell("sleep 0.5; exit 2", "[1]", "")},
+      1.0);
+  EXPECT_EQ(result.exit_code, 2);
+  pid_t grandchild = pid_in("r0.log", "[0]");
+  ASSERT_GT(grandchild, 0) << read("r0.log");
+  EXPECT_FALSE(alive(grandchild));
+}
+
+// Like MPI ranks under mpirun: a descendant in a process group of its own.
+// When its parent dies it is reparented to hvdrun (subreaper) and killed.
+TEST_F(ProcessGroupTest, DescendantInItsOwnGroupIsKilled) {
+  auto start = Clock::now();
+  JobResult result =
+      run_process_group({shell("setsid sleep 100 & echo $!; exec sleep 100", "[0]", "r0.log"),
+                         shell("sleep 0.5; exit 4", "[1]", "")},
+                        1.0);
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(result.exit_code, 4);
+  pid_t escaped = pid_in("r0.log", "[0]");
+  ASSERT_GT(escaped, 0) << read("r0.log");
+  EXPECT_FALSE(alive(escaped));
+}
+
+TEST_F(ProcessGroupTest, LeftoverGrandchildOfASuccessfulChildIsStopped) {
+  auto start = Clock::now();
+  JobResult result = run_process_group({shell("sleep 100 & echo $!", "[0]", "r0.log")}, 1.0);
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(result.exit_code, 0) << result.failure;
+  EXPECT_FALSE(alive(pid_in("r0.log", "[0]")));
+}
+
+TEST_F(ProcessGroupTest, KilledBySignalIsReported) {
+  JobResult result =
+      run_process_group({shell("kill -9 $$", "[0]", ""), shell("exec sleep 100", "[1]", "")}, 1.0);
+  EXPECT_EQ(result.exit_code, 128 + 9);
+  EXPECT_EQ(result.failure, "rank 0 ([0]) was killed by signal 9 (SIGKILL)");
+}
+
+TEST_F(ProcessGroupTest, MissingProgramFailsWith127) {
+  ChildSpec spec;
+  spec.argv = {"/nonexistent/hvdrun-test-program"};
+  spec.label = "[0]";
+  spec.output_file = dir_ + "/r0.log";
+  JobResult result = run_process_group({spec}, 1.0);
+  EXPECT_EQ(result.exit_code, 127);
+  EXPECT_NE(read("r0.log").find("[0]<stderr>: hvdrun: cannot execute"), std::string::npos);
+}
+
+TEST_F(ProcessGroupTest, HvdrunSignalledStopsEveryChild) {
+  std::thread signaller([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    kill(getpid(), SIGTERM);
+  });
+  auto start = Clock::now();
+  JobResult result = run_process_group({shell("echo $$; exec sleep 100", "[0]", "r0.log"),
+                                        shell("echo $$; exec sleep 100", "[1]", "r1.log")},
+                                       1.0);
+  signaller.join();
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM);
+  EXPECT_NE(result.failure.find("SIGTERM"), std::string::npos) << result.failure;
+  EXPECT_FALSE(alive(pid_in("r0.log", "[0]")));
+  EXPECT_FALSE(alive(pid_in("r1.log", "[1]")));
+  // The handlers are restored: hvdrun's own SIGTERM disposition is back.
+  struct sigaction now {};
+  sigaction(SIGTERM, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
+}
+
+}  // namespace
+}  // namespace hvdrun

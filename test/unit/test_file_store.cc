@@ -1,1 +1,155 @@
-// placeholder: being written
+// FileStore: round trips, waiting gets, timeouts and concurrent counters in
+// a temporary directory.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "horovodcpp/errors.h"
+#include "store/file_store.h"
+
+namespace hvd {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+class FileStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern =
+        std::filesystem::temp_directory_path().string() + "/hvd_file_store_XXXXXX";
+    ASSERT_NE(::mkdtemp(&pattern[0]), nullptr);
+    root_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(root_, ignored);
+  }
+  std::string dir() const { return root_ + "/store"; }
+
+  std::string root_;
+};
+
+TEST_F(FileStoreTest, CreatesMissingDirectory) {
+  const std::string nested = root_ + "/a/b/c/";
+  FileStore store(nested);
+  EXPECT_TRUE(std::filesystem::is_directory(root_ + "/a/b/c"));
+  store.set("k", "v");
+  EXPECT_EQ(store.get("k", milliseconds(100)), "v");
+}
+
+TEST_F(FileStoreTest, RoundTripsBinaryEmptyAndOddKeys) {
+  FileStore store(dir());
+  const std::string binary("a\0b\xff\n\0", 6);
+  store.set("binary", binary);
+  store.set("empty", "");
+  store.set("rank/0/addr", "10.0.0.1:1234");
+  store.set("../escape", "dots");
+  store.set("", "empty key");
+  store.set(std::string("nul\0key", 7), "nul");
+  store.set(std::string(1000, 'x'), "long key");
+  store.set(std::string(999, 'x') + "y", "other long key");
+
+  EXPECT_EQ(store.get("binary", milliseconds(100)), binary);
+  EXPECT_EQ(store.get("binary", milliseconds(100)).size(), 6u);
+  EXPECT_EQ(store.get("empty", milliseconds(100)), "");
+  EXPECT_EQ(store.get("rank/0/addr", milliseconds(100)), "10.0.0.1:1234");
+  EXPECT_EQ(store.get("../escape", milliseconds(100)), "dots");
+  EXPECT_EQ(store.get("", milliseconds(100)), "empty key");
+  EXPECT_EQ(store.get(std::string("nul\0key", 7), milliseconds(100)), "nul");
+  EXPECT_EQ(store.get(std::string(1000, 'x'), milliseconds(100)), "long key");
+  EXPECT_EQ(store.get(std::string(999, 'x') + "y", milliseconds(100)), "other long key");
+  // Nothing escaped the directory.
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/escape"));
+
+  store.set("binary", "overwritten");
+  EXPECT_EQ(store.get("binary", milliseconds(100)), "overwritten");
+}
+
+TEST_F(FileStoreTest, EncodedNamesAreSafe) {
+  for (const std::string& key :
+       {std::string("a/b"), std::string(".."), std::string("x y%"), std::string(5000, '/')}) {
+    const std::string name = FileStore::EncodeKey(key);
+    EXPECT_EQ(name.find('/'), std::string::npos) << name;
+    EXPECT_LE(name.size(), 200u);
+  }
+  EXPECT_NE(FileStore::EncodeKey("a/b"), FileStore::EncodeKey("a%2Fb"));
+}
+
+TEST_F(FileStoreTest, TwoInstancesShareTheDirectory) {
+  FileStore writer(dir());
+  FileStore reader(dir());
+  writer.set("shared", "value");
+  EXPECT_EQ(reader.get("shared", milliseconds(100)), "value");
+}
+
+TEST_F(FileStoreTest, GetWaitsForALaterSet) {
+  FileStore store(dir());
+  std::thread writer([this] {
+    std::this_thread::sleep_for(milliseconds(100));
+    FileStore(dir()).set("late/key", "arrived");
+  });
+  const auto start = Clock::now();
+  EXPECT_EQ(store.get("late/key", milliseconds(5000)), "arrived");
+  const auto waited = Clock::now() - start;
+  writer.join();
+  EXPECT_GE(waited, milliseconds(90));
+  EXPECT_LT(waited, milliseconds(2000));
+}
+
+TEST_F(FileStoreTest, GetTimesOutNamingTheKey) {
+  FileStore store(dir());
+  const auto start = Clock::now();
+  try {
+    store.get("missing/key", milliseconds(150));
+    FAIL() << "get returned";
+  } catch (const Timeout& e) {
+    const auto waited = Clock::now() - start;
+    EXPECT_GE(waited, milliseconds(150));
+    EXPECT_LT(waited, milliseconds(1500));
+    EXPECT_NE(std::string(e.what()).find("missing/key"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(dir()), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(FileStoreTest, AddCountsAndReads) {
+  FileStore store(dir());
+  EXPECT_EQ(store.add("counter", 5), 5);
+  EXPECT_EQ(store.add("counter", -7), -2);
+  EXPECT_EQ(store.add("counter", 0), -2);
+  EXPECT_EQ(store.get("counter", milliseconds(100)), "-2");
+  store.set("text", "not a number");
+  EXPECT_THROW(store.add("text", 1), InvalidArgument);
+}
+
+TEST_F(FileStoreTest, ConcurrentAddsAreExact) {
+  constexpr int kThreads = 8;
+  constexpr int kAdds = 100;
+  FileStore(dir()).set("unrelated", "x");  // directory exists before the race
+  std::vector<std::vector<long long>> seen(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([this, t, &seen] {
+      FileStore store(dir());  // one instance per "process"
+      for (int i = 0; i < kAdds; ++i) seen[t].push_back(store.add("ranks/arrived", 1));
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  FileStore store(dir());
+  EXPECT_EQ(store.add("ranks/arrived", 0), kThreads * kAdds);
+  std::vector<long long> all;
+  for (const auto& s : seen) all.insert(all.end(), s.begin(), s.end());
+  std::sort(all.begin(), all.end());
+  for (int i = 0; i < kThreads * kAdds; ++i) ASSERT_EQ(all[i], i + 1);  // each value once
+}
+
+}  // namespace
+}  // namespace hvd

@@ -1,1 +1,268 @@
-// placeholder: being written
+// TcpStore + TcpStoreServer over 127.0.0.1: round trips, waiting gets,
+// timeouts, concurrent counters, late servers, dead servers, bad clients.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "horovodcpp/errors.h"
+#include "store/tcp_store.h"
+#include "store/tcp_store_protocol.h"
+#include "store/tcp_store_server.h"
+
+namespace hvd {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kHost = "127.0.0.1";
+
+// A port nobody listens on right now (bound to 0, read back, closed).
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A raw socket to the server, for clients that break the protocol.
+int RawConnect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+// True when the server closed `fd` (recv sees EOF or a reset).
+bool ClosedByPeer(int fd) {
+  char byte;
+  ssize_t n = ::recv(fd, &byte, 1, 0);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+class TcpStoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<TcpStore> Client() {
+    return std::make_unique<TcpStore>(kHost, server_.port(), milliseconds(2000));
+  }
+  TcpStoreServer server_{kHost, 0};
+};
+
+TEST_F(TcpStoreTest, RoundTripsBinaryEmptyAndOddKeys) {
+  auto store = Client();
+  const std::string binary("a\0b\xff\n\0", 6);
+  store->set("binary", binary);
+  store->set("empty", "");
+  store->set("rank/0/addr", "10.0.0.1:1234");
+  store->set(std::string("nul\0key", 7), "nul");
+  EXPECT_EQ(store->get("binary", milliseconds(100)), binary);
+  EXPECT_EQ(store->get("empty", milliseconds(100)), "");
+  EXPECT_EQ(store->get("rank/0/addr", milliseconds(100)), "10.0.0.1:1234");
+  EXPECT_EQ(store->get(std::string("nul\0key", 7), milliseconds(100)), "nul");
+  store->set("binary", "overwritten");
+  EXPECT_EQ(store->get("binary", milliseconds(100)), "overwritten");
+
+  std::string large(8 << 20, '\0');
+  for (std::size_t i = 0; i < large.size(); i += 4093) large[i] = static_cast<char>(i);
+  store->set("large", large);
+  EXPECT_EQ(Client()->get("large", milliseconds(1000)), large);
+}
+
+TEST_F(TcpStoreTest, GetWaitsForALaterSet) {
+  auto reader = Client();
+  std::thread writer([this] {
+    auto store = Client();
+    std::this_thread::sleep_for(milliseconds(100));
+    store->set("late/key", "arrived");
+  });
+  const auto start = Clock::now();
+  EXPECT_EQ(reader->get("late/key", milliseconds(5000)), "arrived");
+  const auto waited = Clock::now() - start;
+  writer.join();
+  EXPECT_GE(waited, milliseconds(90));
+  EXPECT_LT(waited, milliseconds(2000));
+}
+
+TEST_F(TcpStoreTest, GetTimesOutNamingKeyAndAddress) {
+  auto store = Client();
+  const auto start = Clock::now();
+  try {
+    store->get("missing/key", milliseconds(150));
+    FAIL() << "get returned";
+  } catch (const Timeout& e) {
+    const auto waited = Clock::now() - start;
+    EXPECT_GE(waited, milliseconds(150));
+    EXPECT_LT(waited, milliseconds(1500));
+    const std::string message = e.what();
+    EXPECT_NE(message.find("missing/key"), std::string::npos) << message;
+    EXPECT_NE(message.find("127.0.0.1:" + std::to_string(server_.port())), std::string::npos)
+        << message;
+  }
+  // The store still works after a timeout.
+  store->set("missing/key", "now");
+  EXPECT_EQ(store->get("missing/key", milliseconds(100)), "now");
+}
+
+TEST_F(TcpStoreTest, AddCountsAndRejectsText) {
+  auto store = Client();
+  EXPECT_EQ(store->add("counter", 5), 5);
+  EXPECT_EQ(store->add("counter", -7), -2);
+  EXPECT_EQ(store->get("counter", milliseconds(100)), "-2");
+  store->set("text", "not a number");
+  EXPECT_THROW(store->add("text", 1), InvalidArgument);
+  EXPECT_EQ(store->add("counter", 2), 0);  // the connection survived the error
+}
+
+TEST_F(TcpStoreTest, ConcurrentAddsFromManyClientsAreExact) {
+  constexpr int kThreads = 8;
+  constexpr int kAdds = 100;
+  auto shared = Client();  // half the threads share one client
+  std::vector<std::vector<long long>> seen(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([this, t, &seen, &shared] {
+      std::unique_ptr<TcpStore> own = t % 2 == 0 ? Client() : nullptr;
+      TcpStore& store = own ? *own : *shared;
+      for (int i = 0; i < kAdds; ++i) seen[t].push_back(store.add("ranks/arrived", 1));
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(shared->add("ranks/arrived", 0), kThreads * kAdds);
+  std::vector<long long> all;
+  for (const auto& s : seen) all.insert(all.end(), s.begin(), s.end());
+  std::sort(all.begin(), all.end());
+  for (int i = 0; i < kThreads * kAdds; ++i) ASSERT_EQ(all[i], i + 1);
+}
+
+TEST_F(TcpStoreTest, OversizedValueIsRejectedByTheClient) {
+  auto store = Client();
+  const std::string too_large((64u << 20) + 1, 'x');
+  EXPECT_THROW(store->set("big", too_large), InvalidArgument);
+  store->set("small", "ok");  // still usable
+  EXPECT_EQ(store->get("small", milliseconds(100)), "ok");
+}
+
+TEST_F(TcpStoreTest, ServerClosesMisbehavingConnections) {
+  {
+    int fd = RawConnect(server_.port());
+    const char garbage[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_GT(::send(fd, garbage, sizeof(garbage) - 1, MSG_NOSIGNAL), 0);
+    EXPECT_TRUE(ClosedByPeer(fd));
+    ::close(fd);
+  }
+  {
+    int fd = RawConnect(server_.port());
+    std::string header(1, static_cast<char>(store_protocol::kSet));
+    store_protocol::PutU32(&header, 3);
+    store_protocol::PutU64(&header, store_protocol::kMaxValueSize + 1);  // over the bound
+    header += "key";
+    ASSERT_GT(::send(fd, header.data(), header.size(), MSG_NOSIGNAL), 0);
+    EXPECT_TRUE(ClosedByPeer(fd));
+    ::close(fd);
+  }
+  auto store = Client();  // others are still served
+  store->set("after", "fine");
+  EXPECT_EQ(store->get("after", milliseconds(100)), "fine");
+}
+
+TEST(TcpStoreConnect, ClientWaitsForALateServer) {
+  const int port = FreePort();
+  std::unique_ptr<TcpStoreServer> server;
+  std::thread starter([&server, port] {
+    std::this_thread::sleep_for(milliseconds(300));
+    server = std::make_unique<TcpStoreServer>(kHost, port);
+  });
+  const auto start = Clock::now();
+  std::unique_ptr<TcpStore> store;
+  EXPECT_NO_THROW(store = std::make_unique<TcpStore>(kHost, port, milliseconds(3000)));
+  EXPECT_GE(Clock::now() - start, milliseconds(250));
+  starter.join();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(server);
+  EXPECT_EQ(server->port(), port);
+  store->set("hello", "world");
+  EXPECT_EQ(store->get("hello", milliseconds(100)), "world");
+}
+
+TEST(TcpStoreConnect, ConnectTimeoutNamesHostAndPort) {
+  const int port = FreePort();
+  const auto start = Clock::now();
+  try {
+    TcpStore store(kHost, port, milliseconds(300));
+    FAIL() << "connected to a port nobody listens on";
+  } catch (const Timeout& e) {
+    const auto waited = Clock::now() - start;
+    EXPECT_GE(waited, milliseconds(300));
+    EXPECT_LT(waited, milliseconds(2000));
+    const std::string message = e.what();
+    EXPECT_NE(message.find("could not reach the rendezvous store at 127.0.0.1:" +
+                           std::to_string(port) + " within 0.3 s"),
+              std::string::npos)
+        << message;
+  }
+}
+
+TEST(TcpStoreConnect, ServerDestructionDoesNotHangAndClientsFail) {
+  auto server = std::make_unique<TcpStoreServer>(kHost, 0);
+  const int port = server->port();
+  std::vector<std::unique_ptr<TcpStore>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<TcpStore>(kHost, port, milliseconds(2000)));
+    clients.back()->set("client/" + std::to_string(i), "here");
+  }
+  // One client is polling for a key that never comes.
+  std::atomic<bool> waiter_failed{false};
+  std::thread waiter([&] {
+    try {
+      TcpStore(kHost, port, milliseconds(2000)).get("never", milliseconds(10000));
+    } catch (const Timeout&) {
+    } catch (const Error&) {
+      waiter_failed = true;
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+
+  const auto start = Clock::now();
+  server.reset();
+  EXPECT_LT(Clock::now() - start, milliseconds(1000));
+  waiter.join();
+  EXPECT_TRUE(waiter_failed);
+  EXPECT_LT(Clock::now() - start, milliseconds(1000));
+
+  for (auto& client : clients) {
+    try {
+      client->get("client/0", milliseconds(100));
+      FAIL() << "a call after the server's end succeeded";
+    } catch (const Timeout& e) {
+      FAIL() << "expected a lost connection, got a timeout: " << e.what();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(client->set("x", "y"), Error);  // and every call after that
+  }
+}
+
+}  // namespace
+}  // namespace hvd

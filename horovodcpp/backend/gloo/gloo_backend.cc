@@ -1,1 +1,128 @@
-// placeholder: being written
+#include "backend/gloo/gloo_backend.h"
+
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "core/check.h"
+#include "core/reduction.h"
+
+namespace hvd {
+namespace {
+
+// Gloo's typed setters only need the element size; `fn` gets a null
+// pointer of an unsigned integer type of the dtype's width.
+template <typename Fn>
+void with_element_type(DataType dtype, Fn&& fn) {
+  switch (dtype_size(dtype)) {
+    case 1: fn(static_cast<std::uint8_t*>(nullptr)); return;
+    case 2: fn(static_cast<std::uint16_t*>(nullptr)); return;
+    case 4: fn(static_cast<std::uint32_t*>(nullptr)); return;
+    case 8: fn(static_cast<std::uint64_t*>(nullptr)); return;
+  }
+  HVD_THROW(InvalidArgument,
+            "Gloo: no element type of " << dtype_size(dtype) << " bytes for " << dtype_name(dtype));
+}
+
+void check_dtype(DataType dtype) {
+  HVD_CHECK(static_cast<unsigned>(dtype) < static_cast<unsigned>(kNumDataTypes), InvalidArgument,
+            "unknown dtype " << static_cast<int>(dtype));
+}
+
+void check_reduce_op(ReduceOp op) {
+  HVD_CHECK(op != ReduceOp::kAverage, InvalidArgument,
+            "the Gloo backend does not average; the core reduces with Sum and divides");
+  HVD_CHECK(op == ReduceOp::kSum || op == ReduceOp::kMin || op == ReduceOp::kMax ||
+                op == ReduceOp::kProduct,
+            InvalidArgument, "unknown reduce op " << static_cast<int>(op));
+}
+
+}  // namespace
+
+GlooBackend::GlooBackend(std::shared_ptr<GlooContext> context) : context_(std::move(context)) {
+  HVD_CHECK(context_ != nullptr, InvalidArgument, "GlooBackend needs a GlooContext");
+}
+
+BackendCapabilities GlooBackend::capabilities() const {
+  // reduce_into rounds half precision after every pairwise step.
+  BackendCapabilities capabilities;
+  capabilities.half_reduction_in_float32 = false;
+  return capabilities;
+}
+
+void GlooBackend::allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
+  // Validation comes first, so a bad call throws on every rank alike.
+  check_dtype(dtype);
+  check_reduce_op(op);
+  if (count == 0) return;
+  const std::size_t element_size = dtype_size(dtype);
+  // Gloo calls reduce(out, a, b, n): out = a op b, where out may alias a or b.
+  auto reduce = [dtype, op, element_size](void* out, const void* a, const void* b, std::size_t n) {
+    if (out == b) std::swap(a, b);
+    if (out != a) std::memmove(out, a, n * element_size);
+    reduce_into(dtype, op, out, b, n);
+  };
+  with_element_type(dtype, [&](auto* typed) {
+    using T = std::remove_pointer_t<decltype(typed)>;
+    gloo_call("allreduce", [&] {
+      gloo::AllreduceOptions options(context_->data());
+      options.setOutput(static_cast<T*>(buffer), count);
+      options.setReduceFunction(reduce);
+      options.setTag(next_tag());
+      gloo::allreduce(options);
+    });
+  });
+}
+
+void GlooBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int root) {
+  check_dtype(dtype);
+  const int size = context_->topology().size;
+  HVD_CHECK(root >= 0 && root < size, InvalidArgument,
+            "broadcast root " << root << " is not a rank of a job of size " << size);
+  if (count == 0) return;
+  with_element_type(dtype, [&](auto* typed) {
+    using T = std::remove_pointer_t<decltype(typed)>;
+    gloo_call("broadcast", [&] {
+      gloo::BroadcastOptions options(context_->data());
+      options.setOutput(static_cast<T*>(buffer), count);
+      options.setRoot(root);
+      options.setTag(next_tag());
+      gloo::broadcast(options);
+    });
+  });
+}
+
+void GlooBackend::allgatherv(const void* input, void* output,
+                             const std::vector<std::size_t>& counts, DataType dtype) {
+  check_dtype(dtype);
+  const Topology& topology = context_->topology();
+  HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
+               "allgatherv needs one count per rank");
+  const std::size_t element_size = dtype_size(dtype);
+  std::size_t total = 0, my_offset = 0;
+  for (int r = 0; r < topology.size; ++r) {
+    if (r == topology.rank) my_offset = total;
+    total += counts[r];
+  }
+  if (total == 0) return;
+  char* my_slot = static_cast<char*>(output) + my_offset * element_size;
+  const std::size_t my_count = counts[topology.rank];
+  // Gloo gathers in place from the output: our part goes to our slot first
+  // (the core may already have put it there).
+  if (my_count > 0 && input != my_slot) std::memcpy(my_slot, input, my_count * element_size);
+  with_element_type(dtype, [&](auto* typed) {
+    using T = std::remove_pointer_t<decltype(typed)>;
+    gloo_call("allgatherv", [&] {
+      gloo::AllgathervOptions options(context_->data());
+      options.setOutput(static_cast<T*>(output), counts);
+      options.setTag(next_tag());
+      gloo::allgatherv(options);
+    });
+  });
+}
+
+}  // namespace hvd

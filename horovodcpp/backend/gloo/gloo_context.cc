@@ -1,1 +1,243 @@
-// placeholder: being written
+#include "backend/gloo/gloo_context.h"
+
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/hash_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <unistd.h>
+
+#include <climits>
+#include <optional>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "backend/gloo/gloo_store_adapter.h"
+#include "core/check.h"
+#include "core/env.h"
+#include "core/logging.h"
+#include "store/file_store.h"
+#include "store/tcp_store.h"
+
+namespace hvd {
+namespace {
+
+constexpr const char* kJobVariables[] = {"RANK",       "SIZE",       "LOCAL_RANK",
+                                         "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE"};
+
+std::optional<int> env_int_setting(const std::string& name) {
+  if (!env_setting(name)) return std::nullopt;
+  const long long value = env_int(name, 0);
+  HVD_CHECK(value >= INT_MIN && value <= INT_MAX, InvalidArgument,
+            "HOROVODCPP_" << name << "=" << value << " is out of range");
+  return static_cast<int>(value);
+}
+
+void check_place(const char* what, int index, int count) {
+  HVD_CHECK(count >= 1 && index >= 0 && index < count, InvalidArgument,
+            "HOROVODCPP_" << what << "_RANK=" << index << " and HOROVODCPP_" << what
+                          << "_SIZE=" << count << " do not describe a place in the job");
+}
+
+// The job from HOROVODCPP_RANK ... CROSS_SIZE: all of them, or none (a
+// single-rank job).
+Topology topology_from_environment() {
+  std::vector<std::optional<int>> values;
+  std::vector<std::string> missing;
+  for (const char* name : kJobVariables) {
+    values.push_back(env_int_setting(name));
+    if (!values.back()) missing.push_back(std::string("HOROVODCPP_") + name);
+  }
+  Topology topology;
+  if (missing.size() == std::size(kJobVariables)) return topology;  // single rank
+  if (!missing.empty()) {
+    std::ostringstream list;
+    for (std::size_t i = 0; i < missing.size(); ++i) list << (i ? ", " : "") << missing[i];
+    HVD_THROW(InvalidArgument,
+              "Gloo: the job is only partly described by the environment; missing "
+                  << list.str()
+                  << " (launch with hvdrun, or set all of HOROVODCPP_RANK, _SIZE, _LOCAL_RANK, "
+                     "_LOCAL_SIZE, _CROSS_RANK and _CROSS_SIZE)");
+  }
+  topology.rank = *values[0];
+  topology.size = *values[1];
+  topology.local_rank = *values[2];
+  topology.local_size = *values[3];
+  topology.cross_rank = *values[4];
+  topology.cross_size = *values[5];
+  HVD_CHECK(topology.size >= 1 && topology.rank >= 0 && topology.rank < topology.size,
+            InvalidArgument,
+            "HOROVODCPP_RANK=" << topology.rank
+                               << " is not a rank of a job of HOROVODCPP_SIZE=" << topology.size);
+  check_place("LOCAL", topology.local_rank, topology.local_size);
+  check_place("CROSS", topology.cross_rank, topology.cross_size);
+  HVD_CHECK(topology.local_size <= topology.size && topology.cross_size <= topology.size,
+            InvalidArgument,
+            "HOROVODCPP_LOCAL_SIZE=" << topology.local_size
+                                     << " or HOROVODCPP_CROSS_SIZE=" << topology.cross_size
+                                     << " exceeds HOROVODCPP_SIZE=" << topology.size);
+  return topology;
+}
+
+std::shared_ptr<Store> store_from_environment(const Topology& topology,
+                                              std::chrono::milliseconds timeout) {
+  const auto address = env_setting("GLOO_RENDEZVOUS_ADDR");
+  const auto port = env_setting("GLOO_RENDEZVOUS_PORT");
+  if (address || port) {
+    HVD_CHECK(address && port, InvalidArgument,
+              "Gloo: HOROVODCPP_GLOO_RENDEZVOUS_ADDR and HOROVODCPP_GLOO_RENDEZVOUS_PORT must be "
+              "set together (only "
+                  << (address ? "ADDR" : "PORT") << " is set)");
+    const long long port_number = env_int("GLOO_RENDEZVOUS_PORT", 0);
+    HVD_CHECK(port_number > 0 && port_number < 65536, InvalidArgument,
+              "HOROVODCPP_GLOO_RENDEZVOUS_PORT=" << port_number << " is not a TCP port");
+    return std::make_shared<TcpStore>(*address, static_cast<int>(port_number), timeout);
+  }
+  if (const auto directory = env_setting("GLOO_FILE_STORE")) {
+    HVD_CHECK(!directory->empty(), InvalidArgument, "HOROVODCPP_GLOO_FILE_STORE is empty");
+    return std::make_shared<FileStore>(*directory);
+  }
+  HVD_CHECK(topology.size == 1, InvalidArgument,
+            "Gloo: rank " << topology.rank << " of a job of " << topology.size
+                          << " ranks has no rendezvous store; set "
+                             "HOROVODCPP_GLOO_RENDEZVOUS_ADDR and _PORT (hvdrun does) or "
+                             "HOROVODCPP_GLOO_FILE_STORE to a directory every rank can see");
+  return nullptr;
+}
+
+std::string machine_hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  HVD_CHECK(gethostname(name, sizeof name - 1) == 0, BackendError,
+            "Gloo: cannot read this machine's hostname; set HOROVODCPP_GLOO_IFACE or "
+            "HOROVODCPP_HOSTNAME");
+  return name;
+}
+
+gloo::transport::tcp::attr network_from_environment(const Topology& topology) {
+  gloo::transport::tcp::attr attr;
+  if (const auto iface = env_setting("GLOO_IFACE"); iface && !iface->empty()) {
+    attr.iface = *iface;
+  } else if (const auto host = env_setting("HOSTNAME"); host && !host->empty()) {
+    attr.hostname = *host;
+  } else if (topology.local_size == topology.size) {
+    attr.hostname = "127.0.0.1";
+  } else {
+    attr.hostname = machine_hostname();
+  }
+  return attr;
+}
+
+std::string network_str(const gloo::transport::tcp::attr& attr) {
+  return attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface;
+}
+
+std::shared_ptr<gloo::Context> connect(const GlooOptions& options,
+                                       const std::shared_ptr<gloo::transport::Device>& device,
+                                       const std::string& prefix) {
+  auto context =
+      std::make_shared<gloo::rendezvous::Context>(options.topology.rank, options.topology.size);
+  context->setTimeout(options.timeout);
+  std::shared_ptr<gloo::transport::Device> dev = device;
+  if (options.store) {
+    GlooStoreAdapter store(options.store, prefix, options.timeout);
+    context->connectFullMesh(store, dev);
+  } else {
+    gloo::rendezvous::HashStore store;  // a single rank meets only itself
+    context->connectFullMesh(store, dev);
+  }
+  return context;
+}
+
+}  // namespace
+
+namespace detail {
+
+[[noreturn]] void rethrow_as_hvd_error(const char* what) {
+  try {
+    throw;
+  } catch (const Error&) {
+    throw;
+  } catch (const gloo::IoException& e) {
+    HVD_THROW(RankFailure, "Gloo: connection to a peer was lost or timed out during "
+                               << what << " (did a rank die or stop responding?): " << e.what());
+  } catch (const gloo::Exception& e) {
+    HVD_THROW(BackendError, "Gloo: " << what << " failed: " << e.what());
+  } catch (const gloo::EnforceNotMet& e) {
+    HVD_THROW(BackendError, "Gloo: " << what << " failed: " << e.what());
+  } catch (const std::exception& e) {
+    HVD_THROW(BackendError, "Gloo: " << what << " failed: " << e.what());
+  } catch (...) {
+    HVD_THROW(BackendError, "Gloo: " << what << " failed with an unknown exception");
+  }
+}
+
+}  // namespace detail
+
+GlooOptions GlooContext::options_from_environment() {
+  GlooOptions options;
+  const double seconds = env_double("GLOO_TIMEOUT_SECONDS", 30);
+  HVD_CHECK(seconds > 0 && seconds < 1e7, InvalidArgument,
+            "HOROVODCPP_GLOO_TIMEOUT_SECONDS=" << seconds << " must be positive");
+  options.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000 + 0.5));
+  if (options.timeout.count() == 0) options.timeout = std::chrono::milliseconds(1);
+  options.topology = topology_from_environment();
+  options.store = store_from_environment(options.topology, options.timeout);
+  options.network = network_from_environment(options.topology);
+  return options;
+}
+
+std::shared_ptr<GlooContext> GlooContext::create() { return create(options_from_environment()); }
+
+std::shared_ptr<GlooContext> GlooContext::create(const GlooOptions& options) {
+  const Topology& topology = options.topology;
+  HVD_CHECK(topology.size >= 1 && topology.rank >= 0 && topology.rank < topology.size,
+            InvalidArgument, "rank " << topology.rank << " is not in a job of " << topology.size);
+  HVD_CHECK(options.store != nullptr || topology.size == 1, InvalidArgument,
+            "a Gloo job of " << topology.size << " ranks needs a rendezvous store");
+  HVD_CHECK(options.timeout.count() > 0, InvalidArgument, "the Gloo timeout must be positive");
+
+  std::shared_ptr<GlooContext> context(new GlooContext());
+  context->topology_ = topology;
+  context->timeout_ = options.timeout;
+  // Taken before anything can fail, so every rank's n-th init uses the n-th
+  // prefix even after a failed attempt.
+  const std::string prefix = GlooStoreAdapter::next_init_prefix();
+
+  std::shared_ptr<gloo::transport::Device> device;
+  gloo_call("creating the TCP device", [&] {
+    try {
+      device = gloo::transport::tcp::CreateDevice(options.network);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      HVD_THROW(BackendError, "Gloo: cannot listen on " << network_str(options.network)
+                                                        << " (set HOROVODCPP_GLOO_IFACE or "
+                                                           "HOROVODCPP_HOSTNAME): "
+                                                        << e.what());
+    }
+  });
+  const auto seconds = std::chrono::duration<double>(options.timeout).count();
+  const std::pair<const char*, std::shared_ptr<gloo::Context>*> roles[] = {
+      {"control", &context->control_}, {"data", &context->data_}};
+  for (const auto& [role, slot] : roles) {
+    try {
+      *slot = connect(options, device, prefix + role + "/");
+    } catch (const Timeout& e) {
+      HVD_THROW(BackendError,
+                "Gloo rendezvous: rank "
+                    << topology.rank << " of " << topology.size
+                    << " did not meet every other rank within " << seconds
+                    << " s (did every rank start, with the same store?): " << e.what());
+    } catch (...) {
+      detail::rethrow_as_hvd_error("the rendezvous (connecting to the other ranks)");
+    }
+  }
+  HVD_LOG(Debug) << "Gloo: rank " << topology.rank << " of " << topology.size << " connected on "
+                 << device->str() << ", timeout " << seconds << " s";
+  return context;
+}
+
+GlooContext::~GlooContext() = default;
+
+}  // namespace hvd

@@ -1,0 +1,37 @@
+// GlooBackend: the collectives on the context's data Gloo context. Gloo's
+// counts are size_t, so no call is split. Reductions run hvd::reduce_into,
+// so every dtype and op has the semantics documented in types.h (integers
+// wrap around, bool is OR/AND, float16/bfloat16 round after each step).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/gloo/gloo_context.h"
+#include "core/backend.h"
+
+namespace hvd {
+
+class GlooBackend : public Backend {
+ public:
+  explicit GlooBackend(std::shared_ptr<GlooContext> context);
+
+  const char* name() const override { return "gloo"; }
+  BackendCapabilities capabilities() const override;
+
+  void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;
+  void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
+                  DataType dtype) override;
+  void broadcast(void* buffer, std::size_t count, DataType dtype, int root) override;
+
+ private:
+  // Same order of collectives on every rank: the same tag everywhere.
+  std::uint32_t next_tag() { return tag_++; }
+
+  std::shared_ptr<GlooContext> context_;
+  std::uint32_t tag_ = 0;
+};
+
+}  // namespace hvd

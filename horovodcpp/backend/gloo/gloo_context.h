@@ -1,0 +1,88 @@
+// GlooContext: the job's place (Topology), the rendezvous and the two Gloo
+// contexts (control plane and data plane) that GlooController and
+// GlooBackend share. One per Runtime.
+//
+// Environment (HOROVODCPP_X, or Horovod's HOROVOD_X), as hvdrun sets it:
+//   RANK, SIZE, LOCAL_RANK, LOCAL_SIZE, CROSS_RANK, CROSS_SIZE: the job.
+//     None of them set: a single-rank job (no launcher, no store needed).
+//   GLOO_RENDEZVOUS_ADDR + GLOO_RENDEZVOUS_PORT: a TcpStore (hvdrun's), or
+//   GLOO_FILE_STORE=dir: a FileStore on a directory every rank sees.
+//   GLOO_IFACE: the network interface to use; else HOSTNAME: the address
+//     to listen on; else 127.0.0.1 when every rank is local, else the
+//     machine's hostname.
+//   GLOO_TIMEOUT_SECONDS (default 30): bounds the rendezvous and every
+//     collective, so a dead or stuck peer becomes an error, not a hang.
+#pragma once
+
+#include <gloo/context.h>
+#include <gloo/transport/tcp/attr.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "core/controller.h"
+#include "store/store.h"
+
+namespace hvd {
+
+struct GlooOptions {
+  Topology topology;
+  // May be null for a single-rank job.
+  std::shared_ptr<Store> store;
+  gloo::transport::tcp::attr network;
+  std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+};
+
+class GlooContext {
+ public:
+  // Reads the options from the environment (see above) and connects.
+  static std::shared_ptr<GlooContext> create();
+  // Connects every rank of `options.topology` through `options.store`.
+  // Throws BackendError if the rendezvous fails (e.g. a rank never came).
+  static std::shared_ptr<GlooContext> create(const GlooOptions& options);
+  // The options create() would use; throws InvalidArgument, saying what is
+  // missing, for an incomplete or inconsistent environment.
+  static GlooOptions options_from_environment();
+
+  ~GlooContext();
+  GlooContext(const GlooContext&) = delete;
+  GlooContext& operator=(const GlooContext&) = delete;
+
+  const Topology& topology() const { return topology_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  // Negotiation and data move on separate contexts so they never interfere.
+  const std::shared_ptr<gloo::Context>& control() const { return control_; }
+  const std::shared_ptr<gloo::Context>& data() const { return data_; }
+
+ private:
+  GlooContext() = default;
+
+  Topology topology_;
+  std::chrono::milliseconds timeout_{0};
+  std::shared_ptr<gloo::Context> control_;
+  std::shared_ptr<gloo::Context> data_;
+};
+
+// Runs `fn` (Gloo calls) and turns whatever Gloo throws into an hvd::Error:
+// a lost connection or an expired timeout (a peer died or hangs) into a
+// RankFailure, any other Gloo failure into a BackendError. `what` names the
+// operation in the message. hvd::Errors pass through unchanged.
+template <typename Fn>
+void gloo_call(const char* what, Fn&& fn);
+
+namespace detail {
+// Rethrows the exception in flight as an hvd::Error (see gloo_call).
+[[noreturn]] void rethrow_as_hvd_error(const char* what);
+}  // namespace detail
+
+template <typename Fn>
+void gloo_call(const char* what, Fn&& fn) {
+  try {
+    fn();
+  } catch (...) {
+    detail::rethrow_as_hvd_error(what);
+  }
+}
+
+}  // namespace hvd

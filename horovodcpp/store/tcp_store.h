@@ -1,0 +1,59 @@
+// TcpStore: a Store client of a TcpStoreServer (see tcp_store_protocol.h
+// for the wire format). One connection per client; calls from several
+// threads are serialized. A lost connection makes every later call throw.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <string>
+
+#include "store/store.h"
+
+namespace hvd {
+
+class TcpStore : public Store {
+ public:
+  // Connects, retrying until `connect_timeout` (the server may start
+  // later); then throws hvd::Timeout naming host:port.
+  TcpStore(std::string host, int port, std::chrono::milliseconds connect_timeout);
+  ~TcpStore() override;
+
+  TcpStore(const TcpStore&) = delete;
+  TcpStore& operator=(const TcpStore&) = delete;
+
+  void set(const std::string& key, const std::string& value) override;
+  std::string get(const std::string& key, std::chrono::milliseconds timeout) override;
+  long long add(const std::string& key, long long delta) override;
+
+  // How long set/add wait for the server's reply (default 60 s).
+  void set_io_timeout(std::chrono::milliseconds timeout) { io_timeout_ = timeout; }
+
+  // "host:port", as used in error messages.
+  std::string address() const;
+
+ private:
+  struct Reply {
+    unsigned char status = 0;
+    std::string payload;
+  };
+  // One request/reply exchange; the reply must arrive before `deadline`.
+  // Throws hvd::Error when the connection is (or was) lost, hvd::Timeout
+  // (and drops the connection) when the deadline passes.
+  Reply Call(unsigned char op, const std::string& key, const std::string& value, const char* what,
+             std::chrono::steady_clock::time_point deadline);
+  void SendAll(const std::string& data, const std::string& what,
+               std::chrono::steady_clock::time_point deadline);
+  void RecvAll(char* data, std::size_t size, const std::string& what,
+               std::chrono::steady_clock::time_point deadline);
+  [[noreturn]] void Lose(const std::string& what, const std::string& reason);
+  void CheckSizes(const std::string& key, std::size_t value_size, const char* what) const;
+
+  std::string host_;
+  int port_;
+  int fd_ = -1;
+  std::string lost_reason_;  // why the connection is gone, when fd_ < 0
+  std::chrono::milliseconds io_timeout_{60000};
+  std::mutex mutex_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,58 @@
+// MPI mode: the exact mpirun/mpiexec argv for a job, as pure functions of
+// the options, the hosts and what hvdrun found out about this machine.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/hosts.h"
+#include "runner/options.h"
+
+namespace hvdrun {
+
+enum class MpiFlavor { kUnknown, kOpenMpi, kMpich };
+
+// From the text `mpirun --version` prints: "mpirun (Open MPI) 4.1.4" ->
+// kOpenMpi (also IBM Spectrum MPI); "HYDRA build details" (MPICH, MVAPICH,
+// Intel MPI) -> kMpich; anything else -> kUnknown.
+MpiFlavor detect_mpi_flavor(const std::string& version_text);
+const char* mpi_flavor_name(MpiFlavor flavor);
+
+struct MpiLaunch {
+  MpiFlavor flavor = MpiFlavor::kOpenMpi;
+  bool is_root = false;                 // Open MPI: --allow-run-as-root
+  std::vector<Host> hosts;              // all listed hosts, in order
+  int num_proc = 1;
+  // Cores of the hosts that are this machine (name -> cores); a host whose
+  // slots exceed its cores gets Open MPI's --oversubscribe.
+  std::map<std::string, int> local_host_cores;
+  // Variables passed on to the ranks by name (they are in mpirun's own
+  // environment): forwarded_environment() of hvdrun's.
+  std::map<std::string, std::string> forwarded;
+};
+
+// Open MPI:
+//   mpirun [--allow-run-as-root] --tag-output -np N -H h1:4,h2:4
+//     --bind-to none --map-by slot [--oversubscribe] -mca pml ob1 -mca btl ^openib
+//     [-mca btl_tcp_if_include IF -x NCCL_SOCKET_IFNAME=IF]
+//     [-mca plm_rsh_args "-p PORT -i KEY"] [-mca plm_rsh_agent AGENT]
+//     [--output-filename DIR] -x VAR... -x SETTING=VALUE... command...
+// MPICH (Hydra):
+//   mpiexec -prepend-rank -n N -hosts h1:4,h2:4 -bind-to none [-iface IF]
+//     [-launcher-exec AGENT] [-outfile-pattern DIR/rank.%r.stdout
+//     -errfile-pattern DIR/rank.%r.stderr] [-genvlist VAR,...]
+//     [-genv SETTING VALUE]... command...
+// Throws UsageError for what the flavor cannot express.
+std::vector<std::string> mpi_command(const Options& options, const MpiLaunch& launch);
+
+// -np when the user gave none: SLURM_NTASKS, else the total slots of the
+// allocation's hosts (from hosts_from_environment); nullopt outside one.
+std::optional<int> default_num_proc(const std::map<std::string, std::string>& env,
+                                    const std::vector<Host>& allocation_hosts);
+
+// "h1:4,h2:4".
+std::string host_list_text(const std::vector<Host>& hosts);
+
+}  // namespace hvdrun

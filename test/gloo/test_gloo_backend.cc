@@ -1,0 +1,836 @@
+// The Gloo transport on its own: GlooContext (environment, rendezvous,
+// topology), GlooStoreAdapter, GlooController and GlooBackend collectives for
+// every dtype and op, and fault handling: a rank that dies or stops makes the
+// others' next collective throw an hvd::Error within the timeout.
+//
+// Runs with any number of ranks, each started with the environment hvdrun
+// sets (HOROVODCPP_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK,
+// _CROSS_SIZE and HOROVODCPP_GLOO_FILE_STORE or _GLOO_RENDEZVOUS_ADDR/_PORT),
+// or alone without any of it. Its own main sets the Gloo context up. The
+// fault tests start sub-jobs of this binary (--gloo-fault-child).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "backend/gloo/gloo_backend.h"
+#include "backend/gloo/gloo_context.h"
+#include "backend/gloo/gloo_controller.h"
+#include "backend/gloo/gloo_store_adapter.h"
+#include "core/transport.h"
+#include "horovodcpp/errors.h"
+#include "horovodcpp/types.h"
+#include "store/file_store.h"
+
+namespace hvd {
+namespace {
+
+std::shared_ptr<GlooContext> g_context;  // created and released by main()
+std::string g_self;                      // this binary, for the fault sub-jobs
+
+const Topology& topology() { return g_context->topology(); }
+
+constexpr DataType kAllDtypes[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,
+                                   DataType::kInt16,   DataType::kInt32,    DataType::kInt64,
+                                   DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                   DataType::kFloat64, DataType::kBool};
+constexpr ReduceOp kBackendOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
+                                    ReduceOp::kProduct};
+// ---- Element access through double. Every test value is exactly
+// representable in every dtype, so comparisons are exact.
+
+template <typename T>
+double to_double(T value) {
+  return static_cast<double>(value);
+}
+double to_double(float16_t value) { return static_cast<float>(value); }
+double to_double(bfloat16_t value) { return static_cast<float>(value); }
+
+class Buffer {
+ public:
+  Buffer(DataType dtype, std::size_t count)
+      : dtype_(dtype), count_(count), bytes_(count * dtype_size(dtype)) {}
+
+  void set(std::size_t i, double value) {
+    visit_dtype(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      reinterpret_cast<T*>(bytes_.data())[i] = static_cast<T>(value);
+    });
+  }
+  double get(std::size_t i) const {
+    double value = 0;
+    visit_dtype(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      value = to_double(reinterpret_cast<const T*>(bytes_.data())[i]);
+    });
+    return value;
+  }
+  // Null for an empty buffer, as callers may pass.
+  void* data() { return bytes_.empty() ? nullptr : bytes_.data(); }
+  std::size_t count() const { return count_; }
+
+ private:
+  DataType dtype_;
+  std::size_t count_;
+  std::vector<unsigned char> bytes_;
+};
+
+::testing::AssertionResult equals(const Buffer& actual, const std::vector<double>& expected) {
+  if (actual.count() != expected.size()) {
+    return ::testing::AssertionFailure()
+           << "count " << actual.count() << " != expected " << expected.size();
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (actual.get(i) != expected[i]) {
+      return ::testing::AssertionFailure()
+             << "element " << i << " is " << actual.get(i) << ", expected " << expected[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+bool is_unsigned(DataType dtype) { return dtype == DataType::kUInt8 || dtype == DataType::kUInt16; }
+
+// Allreduce inputs: tiny values, so that sums and products over 4 ranks
+// neither overflow int8 nor round in bfloat16, in any reduction order.
+double reduce_input(DataType dtype, int rank, std::size_t i) {
+  if (dtype == DataType::kBool) return i % 5 != 0 && (rank + i) % 7 != 0;
+  if (is_unsigned(dtype)) return static_cast<double>((rank + i) % 4);
+  const double k = static_cast<double>((rank * 3 + i) % 7) - 3;  // -3 .. 3
+  return is_floating(dtype) ? k * 0.5 : k;
+}
+
+// The scalar reference of reducing reduce_input over all ranks.
+double reduce_reference(DataType dtype, ReduceOp op, int size, std::size_t i) {
+  double acc = reduce_input(dtype, 0, i);
+  for (int r = 1; r < size; ++r) {
+    const double v = reduce_input(dtype, r, i);
+    if (dtype == DataType::kBool) {
+      const bool any = op == ReduceOp::kSum || op == ReduceOp::kMax;
+      acc = any ? (acc != 0 || v != 0) : (acc != 0 && v != 0);
+      continue;
+    }
+    switch (op) {
+      case ReduceOp::kSum: acc += v; break;
+      case ReduceOp::kMin: acc = std::min(acc, v); break;
+      case ReduceOp::kMax: acc = std::max(acc, v); break;
+      case ReduceOp::kProduct: acc *= v; break;
+      case ReduceOp::kAverage: ADD_FAILURE() << "no reference for Average"; break;
+    }
+  }
+  return acc;
+}
+
+// Broadcast and allgatherv values: distinct per seed within each dtype's
+// exact range (bfloat16 holds k/4 exactly for |k| <= 100).
+double pattern_value(DataType dtype, std::size_t seed) {
+  if (dtype == DataType::kBool) return static_cast<double>(seed % 2);
+  const double k = static_cast<double>(seed % 200);
+  if (is_unsigned(dtype)) return k;
+  return is_floating(dtype) ? (k - 100) * 0.25 : k - 100;
+}
+
+// ---- Environment (each rank on its own: no communication)
+
+constexpr const char* kSettingNames[] = {"RANK",
+                                         "SIZE",
+                                         "LOCAL_RANK",
+                                         "LOCAL_SIZE",
+                                         "CROSS_RANK",
+                                         "CROSS_SIZE",
+                                         "GLOO_RENDEZVOUS_ADDR",
+                                         "GLOO_RENDEZVOUS_PORT",
+                                         "GLOO_FILE_STORE",
+                                         "GLOO_IFACE",
+                                         "HOSTNAME",
+                                         "GLOO_TIMEOUT_SECONDS"};
+
+// Clears every Gloo setting (both prefixes) and restores them on exit.
+class ScopedCleanEnvironment {
+ public:
+  ScopedCleanEnvironment() {
+    for (const char* name : kSettingNames) {
+      for (const char* prefix : {"HOROVODCPP_", "HOROVOD_"}) {
+        const std::string key = std::string(prefix) + name;
+        if (const char* value = std::getenv(key.c_str())) saved_[key] = value;
+        unsetenv(key.c_str());
+      }
+    }
+  }
+  ~ScopedCleanEnvironment() {
+    for (const char* name : kSettingNames) {
+      for (const char* prefix : {"HOROVODCPP_", "HOROVOD_"}) {
+        unsetenv((std::string(prefix) + name).c_str());
+      }
+    }
+    for (const auto& [key, value] : saved_) setenv(key.c_str(), value.c_str(), 1);
+  }
+  void set(const std::string& key, const std::string& value) {
+    setenv(key.c_str(), value.c_str(), 1);
+  }
+  // Sets HOROVODCPP_RANK ... _CROSS_SIZE for one host.
+  void set_job(int rank, int size) {
+    set("HOROVODCPP_RANK", std::to_string(rank));
+    set("HOROVODCPP_SIZE", std::to_string(size));
+    set("HOROVODCPP_LOCAL_RANK", std::to_string(rank));
+    set("HOROVODCPP_LOCAL_SIZE", std::to_string(size));
+    set("HOROVODCPP_CROSS_RANK", "0");
+    set("HOROVODCPP_CROSS_SIZE", "1");
+  }
+
+ private:
+  std::map<std::string, std::string> saved_;
+};
+
+std::vector<std::string> g_temp_directories;  // removed by main()
+
+std::string temp_directory() {
+  char pattern[] = "/tmp/hvd_gloo_test_XXXXXX";
+  const char* dir = mkdtemp(pattern);
+  if (dir == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed: " << std::strerror(errno);
+    return "/tmp/hvd_gloo_test_unavailable";
+  }
+  g_temp_directories.push_back(dir);
+  return dir;
+}
+
+template <typename Fn>
+std::string invalid_argument_message(Fn&& fn) {
+  try {
+    fn();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected InvalidArgument, got: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected InvalidArgument, nothing was thrown";
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(GlooEnvironmentTest, NothingSetIsASingleRankJob) {
+  ScopedCleanEnvironment env;
+  const GlooOptions options = GlooContext::options_from_environment();
+  EXPECT_EQ(options.topology.rank, 0);
+  EXPECT_EQ(options.topology.size, 1);
+  EXPECT_EQ(options.topology.local_size, 1);
+  EXPECT_EQ(options.topology.cross_size, 1);
+  EXPECT_EQ(options.store, nullptr);
+  EXPECT_EQ(options.network.hostname, "127.0.0.1");
+  EXPECT_EQ(options.timeout, std::chrono::seconds(30));
+}
+
+TEST(GlooEnvironmentTest, PartialJobNamesWhatIsMissing) {
+  ScopedCleanEnvironment env;
+  env.set("HOROVODCPP_RANK", "1");
+  env.set("HOROVODCPP_SIZE", "2");
+  const std::string message =
+      invalid_argument_message([] { GlooContext::options_from_environment(); });
+  EXPECT_TRUE(contains(message, "HOROVODCPP_LOCAL_RANK")) << message;
+  EXPECT_TRUE(contains(message, "HOROVODCPP_CROSS_SIZE")) << message;
+  EXPECT_FALSE(contains(message, "HOROVODCPP_SIZE,")) << message;
+}
+
+TEST(GlooEnvironmentTest, MultiRankJobNeedsAStore) {
+  ScopedCleanEnvironment env;
+  env.set_job(1, 2);
+  const std::string message =
+      invalid_argument_message([] { GlooContext::options_from_environment(); });
+  EXPECT_TRUE(contains(message, "HOROVODCPP_GLOO_FILE_STORE")) << message;
+  EXPECT_TRUE(contains(message, "HOROVODCPP_GLOO_RENDEZVOUS_ADDR")) << message;
+}
+
+TEST(GlooEnvironmentTest, InconsistentValuesRejected) {
+  ScopedCleanEnvironment env;
+  env.set_job(2, 2);  // rank == size
+  env.set("HOROVODCPP_GLOO_FILE_STORE", temp_directory());
+  EXPECT_TRUE(contains(invalid_argument_message([] { GlooContext::options_from_environment(); }),
+                       "HOROVODCPP_RANK=2"));
+  env.set_job(0, 2);
+  env.set("HOROVODCPP_GLOO_TIMEOUT_SECONDS", "0");
+  invalid_argument_message([] { GlooContext::options_from_environment(); });
+  env.set("HOROVODCPP_GLOO_TIMEOUT_SECONDS", "soon");
+  invalid_argument_message([] { GlooContext::options_from_environment(); });
+  env.set("HOROVODCPP_GLOO_TIMEOUT_SECONDS", "5");
+  env.set("HOROVODCPP_GLOO_RENDEZVOUS_ADDR", "127.0.0.1");  // no port
+  EXPECT_TRUE(contains(invalid_argument_message([] { GlooContext::options_from_environment(); }),
+                       "HOROVODCPP_GLOO_RENDEZVOUS_PORT"));
+}
+
+TEST(GlooEnvironmentTest, HorovodAliasesAndNetworkChoice) {
+  ScopedCleanEnvironment env;
+  env.set("HOROVOD_RANK", "3");
+  env.set("HOROVOD_SIZE", "4");
+  env.set("HOROVOD_LOCAL_RANK", "1");
+  env.set("HOROVOD_LOCAL_SIZE", "2");
+  env.set("HOROVOD_CROSS_RANK", "1");
+  env.set("HOROVOD_CROSS_SIZE", "2");
+  env.set("HOROVOD_GLOO_FILE_STORE", temp_directory());
+  env.set("HOROVOD_GLOO_TIMEOUT_SECONDS", "2.5");
+  GlooOptions options = GlooContext::options_from_environment();
+  EXPECT_EQ(options.topology.rank, 3);
+  EXPECT_EQ(options.topology.size, 4);
+  EXPECT_EQ(options.topology.local_rank, 1);
+  EXPECT_EQ(options.topology.local_size, 2);
+  EXPECT_EQ(options.topology.cross_rank, 1);
+  EXPECT_EQ(options.topology.cross_size, 2);
+  EXPECT_NE(options.store, nullptr);
+  EXPECT_EQ(options.timeout, std::chrono::milliseconds(2500));
+  // Ranks on several hosts: this machine's hostname, not loopback.
+  EXPECT_TRUE(options.network.iface.empty());
+  EXPECT_FALSE(options.network.hostname.empty());
+  EXPECT_NE(options.network.hostname, "127.0.0.1");
+
+  env.set("HOROVODCPP_HOSTNAME", "node7");
+  options = GlooContext::options_from_environment();
+  EXPECT_EQ(options.network.hostname, "node7");
+  env.set("HOROVODCPP_GLOO_IFACE", "lo");
+  options = GlooContext::options_from_environment();
+  EXPECT_EQ(options.network.iface, "lo");
+}
+
+// ---- Store adapter and rendezvous (each rank on its own)
+
+TEST(GlooStoreAdapterTest, PrefixesKeysAndWaits) {
+  auto store = std::make_shared<FileStore>(temp_directory());
+  GlooStoreAdapter adapter(store, "job/7/", std::chrono::milliseconds(5000));
+  adapter.set("key", std::vector<char>{'a', '\0', 'b'});
+  EXPECT_EQ(store->get("job/7/key", std::chrono::milliseconds(0)), std::string("a\0b", 3));
+  EXPECT_EQ(adapter.get("key"), (std::vector<char>{'a', '\0', 'b'}));
+  adapter.wait({"key"});
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(adapter.wait({"key", "missing"}, std::chrono::milliseconds(200)), Timeout);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(GlooStoreAdapterTest, EveryInitGetsAFreshPrefix) {
+  const std::string first = GlooStoreAdapter::next_init_prefix();
+  const std::string second = GlooStoreAdapter::next_init_prefix();
+  EXPECT_NE(first, second);
+  EXPECT_EQ(first.rfind("horovodcpp/", 0), 0u) << first;
+}
+
+TEST(GlooContextTest, SingleRankNeedsNoStore) {
+  GlooOptions options;  // rank 0 of 1, no store, 127.0.0.1
+  options.network.hostname = "127.0.0.1";
+  std::shared_ptr<GlooContext> context = GlooContext::create(options);
+  EXPECT_EQ(context->topology().size, 1);
+  GlooBackend backend(context);
+  std::int64_t value = 21;
+  backend.allreduce(&value, 1, DataType::kInt64, ReduceOp::kSum);
+  EXPECT_EQ(value, 21);
+  GlooController controller(context);
+  EXPECT_EQ(controller.gather_to_root("x"), std::vector<std::string>{"x"});
+  EXPECT_EQ(controller.broadcast_from_root("y"), "y");
+}
+
+TEST(GlooContextTest, MissingRankFailsRendezvousInTime) {
+  GlooOptions options;
+  options.topology.size = 2;  // rank 1 never comes
+  options.topology.local_size = 2;
+  options.store = std::make_shared<FileStore>(temp_directory());
+  options.network.hostname = "127.0.0.1";
+  options.timeout = std::chrono::milliseconds(500);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    GlooContext::create(options);
+    ADD_FAILURE() << "expected the rendezvous to fail";
+  } catch (const BackendError& e) {
+    EXPECT_TRUE(contains(e.what(), "rendezvous")) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// ---- Topology and transport registry
+
+std::optional<int> job_setting(const char* name) {
+  for (const char* prefix : {"HOROVODCPP_", "HOROVOD_"}) {
+    if (const char* value = std::getenv((std::string(prefix) + name).c_str())) {
+      return std::atoi(value);
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(GlooContextTest, TopologyMatchesEnvironment) {
+  const Topology& t = topology();
+  EXPECT_EQ(t.rank, job_setting("RANK").value_or(0));
+  EXPECT_EQ(t.size, job_setting("SIZE").value_or(1));
+  EXPECT_EQ(t.local_rank, job_setting("LOCAL_RANK").value_or(0));
+  EXPECT_EQ(t.local_size, job_setting("LOCAL_SIZE").value_or(1));
+  EXPECT_EQ(t.cross_rank, job_setting("CROSS_RANK").value_or(0));
+  EXPECT_EQ(t.cross_size, job_setting("CROSS_SIZE").value_or(1));
+  // The tests run on one host: everybody is local, there is one "node".
+  EXPECT_EQ(t.local_size, t.size);
+  EXPECT_EQ(t.local_rank, t.rank);
+  EXPECT_EQ(t.cross_size, 1);
+  EXPECT_EQ(t.cross_rank, 0);
+}
+
+TEST(GlooContextTest, SecondContextWorks) {
+  // As after shutdown and init: fresh keys in the same store.
+  std::shared_ptr<GlooContext> other = GlooContext::create();
+  EXPECT_EQ(other->topology().rank, topology().rank);
+  EXPECT_NE(other->data(), g_context->data());
+  EXPECT_NE(other->control(), other->data());
+  GlooBackend backend(other);
+  std::int32_t value = 1;
+  backend.allreduce(&value, 1, DataType::kInt32, ReduceOp::kSum);
+  EXPECT_EQ(value, topology().size);
+}
+
+TEST(TransportTest, RegistryHasGloo) {
+  const std::vector<std::string> names = available_transports();
+  EXPECT_NE(std::find(names.begin(), names.end(), "gloo"), names.end());
+  Transport transport = create_transport("gloo");
+  ASSERT_NE(transport.controller, nullptr);
+  ASSERT_NE(transport.backend, nullptr);
+  EXPECT_STREQ(transport.backend->name(), "gloo");
+  EXPECT_EQ(transport.controller->topology().size, topology().size);
+  EXPECT_EQ(transport.controller->broadcast_from_root(std::to_string(topology().rank)), "0");
+}
+
+TEST(TransportTest, UnknownNameListsAvailable) {
+  try {
+    create_transport("carrier-pigeon");
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("carrier-pigeon"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gloo"), std::string::npos) << e.what();
+  }
+}
+
+// ---- Controller
+
+// Binary-safe, rank-dependent, empty on odd ranks in odd rounds.
+std::string controller_message(int rank, int round) {
+  if (round % 2 == 1 && rank % 2 == 1) return "";
+  std::string message(static_cast<std::size_t>(rank * 5 + round), '\0');
+  for (std::size_t i = 0; i < message.size(); ++i) {
+    message[i] = static_cast<char>((rank * 31 + round * 7 + i) % 256);
+  }
+  return message;
+}
+
+TEST(GlooControllerTest, GatherToRoot) {
+  GlooController controller(g_context);
+  for (int round = 0; round < 4; ++round) {
+    const std::vector<std::string> gathered =
+        controller.gather_to_root(controller_message(topology().rank, round));
+    if (topology().rank != 0) {
+      EXPECT_TRUE(gathered.empty());
+      continue;
+    }
+    ASSERT_EQ(gathered.size(), static_cast<std::size_t>(topology().size));
+    for (int r = 0; r < topology().size; ++r) {
+      EXPECT_EQ(gathered[r], controller_message(r, round)) << "rank " << r << " round " << round;
+    }
+  }
+}
+
+TEST(GlooControllerTest, GatherAllEmpty) {
+  GlooController controller(g_context);
+  const std::vector<std::string> gathered = controller.gather_to_root("");
+  if (topology().rank == 0) {
+    EXPECT_EQ(gathered, std::vector<std::string>(topology().size));
+  } else {
+    EXPECT_TRUE(gathered.empty());
+  }
+}
+
+TEST(GlooControllerTest, GatherOneLargeMessage) {
+  GlooController controller(g_context);
+  // Only the last rank has much to say.
+  const bool last = topology().rank == topology().size - 1;
+  const std::string big(300000, '\x5a');
+  const std::vector<std::string> gathered = controller.gather_to_root(last ? big : "r");
+  if (topology().rank != 0) return;
+  ASSERT_EQ(gathered.size(), static_cast<std::size_t>(topology().size));
+  for (int r = 0; r + 1 < topology().size; ++r) EXPECT_EQ(gathered[r], "r");
+  EXPECT_EQ(gathered.back(), big);
+}
+
+TEST(GlooControllerTest, BroadcastFromRoot) {
+  GlooController controller(g_context);
+  const std::string big(100000, '\x7f');
+  for (const std::string& root_message : {std::string(), std::string("a\0b", 3), big}) {
+    // Non-roots pass something else; only rank 0's message counts.
+    const std::string mine =
+        topology().rank == 0 ? root_message : controller_message(topology().rank, 0);
+    EXPECT_EQ(controller.broadcast_from_root(mine), root_message);
+  }
+}
+
+// ---- Backend: allreduce
+
+using AllreduceParam = std::tuple<DataType, ReduceOp>;
+
+class AllreduceTest : public ::testing::TestWithParam<AllreduceParam> {};
+
+TEST_P(AllreduceTest, MatchesScalarReference) {
+  const auto [dtype, op] = GetParam();
+  GlooBackend backend(g_context);
+  // 70000 elements span several of Gloo's 1 MiB segments for wide dtypes.
+  for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{50}, std::size_t{70000}}) {
+    Buffer buffer(dtype, count);
+    std::vector<double> expected(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      buffer.set(i, reduce_input(dtype, topology().rank, i));
+      expected[i] = reduce_reference(dtype, op, topology().size, i);
+    }
+    backend.allreduce(buffer.data(), count, dtype, op);
+    EXPECT_TRUE(equals(buffer, expected)) << "count " << count;
+  }
+}
+
+TEST_P(AllreduceTest, ZeroElements) {
+  const auto [dtype, op] = GetParam();
+  GlooBackend backend(g_context);
+  backend.allreduce(nullptr, 0, dtype, op);
+  // The ranks are still in step: a real collective right after works.
+  Buffer one(dtype, 1);
+  one.set(0, reduce_input(dtype, topology().rank, 0));
+  backend.allreduce(one.data(), 1, dtype, op);
+  EXPECT_TRUE(equals(one, {reduce_reference(dtype, op, topology().size, 0)}));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
+                         ::testing::Combine(::testing::ValuesIn(kAllDtypes),
+                                            ::testing::ValuesIn(kBackendOps)),
+                         [](const ::testing::TestParamInfo<AllreduceParam>& info) {
+                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
+                                  reduce_op_name(std::get<1>(info.param));
+                         });
+
+TEST(GlooBackendTest, IntegersWrapAround) {
+  GlooBackend backend(g_context);
+  // 100 per rank overflows int8 from 2 ranks on: the sum wraps modulo 256.
+  std::int8_t value = 100;
+  backend.allreduce(&value, 1, DataType::kInt8, ReduceOp::kSum);
+  EXPECT_EQ(value, static_cast<std::int8_t>(static_cast<std::uint8_t>(100 * topology().size)));
+}
+
+// ---- Backend: per-dtype collectives
+
+class BackendDtypeTest : public ::testing::TestWithParam<DataType> {};
+
+TEST_P(BackendDtypeTest, AverageRejected) {
+  const DataType dtype = GetParam();
+  GlooBackend backend(g_context);
+  Buffer buffer(dtype, 3);
+  EXPECT_THROW(backend.allreduce(buffer.data(), 3, dtype, ReduceOp::kAverage), InvalidArgument);
+  EXPECT_THROW(backend.allreduce(nullptr, 0, dtype, ReduceOp::kAverage), InvalidArgument);
+}
+
+TEST_P(BackendDtypeTest, BroadcastFromEveryRoot) {
+  const DataType dtype = GetParam();
+  GlooBackend backend(g_context);
+  for (int root = 0; root < topology().size; ++root) {
+    for (std::size_t count :
+         {std::size_t{0}, std::size_t{1}, std::size_t{23}, std::size_t{70000}}) {
+      Buffer buffer(dtype, count);
+      std::vector<double> expected(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        buffer.set(i, pattern_value(dtype, topology().rank * 31 + i * 7 + 1));
+        expected[i] = pattern_value(dtype, root * 31 + i * 7 + 1);
+      }
+      backend.broadcast(buffer.data(), count, dtype, root);
+      EXPECT_TRUE(equals(buffer, expected)) << "root " << root << " count " << count;
+    }
+  }
+}
+
+// Per-rank counts for allgatherv, several of them zero.
+std::vector<std::vector<std::size_t>> allgatherv_count_sets(int size) {
+  std::vector<std::vector<std::size_t>> sets(6, std::vector<std::size_t>(size, 0));
+  for (int r = 0; r < size; ++r) {
+    sets[0][r] = r % 2 == 1 ? 0 : 3 + 5 * r;  // mixed, odd ranks empty
+    sets[1][r] = static_cast<std::size_t>(r + 1);
+    sets[2][r] = 2;
+    sets[5][r] = 40000 + 1000 * r;  // several segments
+  }
+  sets[3][size - 1] = 20;  // only the last rank contributes
+  // sets[4]: nobody contributes
+  return sets;
+}
+
+void check_allgatherv(GlooBackend& backend, DataType dtype, const std::vector<std::size_t>& counts,
+                      bool in_place) {
+  const int rank = topology().rank;
+  std::size_t total = 0, my_offset = 0;
+  std::vector<double> expected;
+  for (int r = 0; r < topology().size; ++r) {
+    if (r == rank) my_offset = total;
+    for (std::size_t j = 0; j < counts[r]; ++j)
+      expected.push_back(pattern_value(dtype, r * 17 + j));
+    total += counts[r];
+  }
+  Buffer input(dtype, counts[rank]);
+  Buffer output(dtype, total);
+  for (std::size_t j = 0; j < counts[rank]; ++j) {
+    input.set(j, pattern_value(dtype, rank * 17 + j));
+    if (in_place) output.set(my_offset + j, pattern_value(dtype, rank * 17 + j));
+  }
+  const void* source = input.data();
+  if (in_place && total > 0) {
+    source = static_cast<char*>(output.data()) + my_offset * dtype_size(dtype);
+  }
+  backend.allgatherv(source, output.data(), counts, dtype);
+  EXPECT_TRUE(equals(output, expected)) << (in_place ? "in place" : "separate input");
+}
+
+TEST_P(BackendDtypeTest, AllgathervUnevenCounts) {
+  const DataType dtype = GetParam();
+  GlooBackend backend(g_context);
+  for (const std::vector<std::size_t>& counts : allgatherv_count_sets(topology().size)) {
+    check_allgatherv(backend, dtype, counts, /*in_place=*/false);
+    check_allgatherv(backend, dtype, counts, /*in_place=*/true);
+  }
+}
+
+TEST_P(BackendDtypeTest, InvalidArgumentsRejected) {
+  const DataType dtype = GetParam();
+  GlooBackend backend(g_context);
+  Buffer buffer(dtype, 1);
+  EXPECT_THROW(backend.broadcast(buffer.data(), 1, dtype, topology().size), InvalidArgument);
+  EXPECT_THROW(backend.broadcast(buffer.data(), 1, dtype, -1), InvalidArgument);
+  const std::vector<std::size_t> wrong_counts(topology().size + 1, 1);
+  EXPECT_THROW(backend.allgatherv(buffer.data(), buffer.data(), wrong_counts, dtype),
+               InvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest, ::testing::ValuesIn(kAllDtypes),
+                         [](const ::testing::TestParamInfo<DataType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
+
+TEST(GlooBackendTest, NameAndCapabilities) {
+  GlooBackend backend(g_context);
+  EXPECT_STREQ(backend.name(), "gloo");
+  EXPECT_FALSE(backend.capabilities().half_reduction_in_float32);
+}
+
+// ---- Faults: every rank of this job runs its own 3-rank sub-job of this
+// binary (--gloo-fault-child SCENARIO) in which the last rank dies or stops
+// after a first collective. The survivors' next collective must throw an
+// hvd::Error within the timeout; the exit code says how it went.
+
+constexpr int kFaultRanks = 3;
+constexpr int kFaultTimeoutSeconds = 2;
+// Exit codes of a survivor.
+constexpr int kGotError = 0, kNoError = 3, kTooLate = 4, kWrongError = 5, kSetupFailed = 6;
+
+int fault_child(const std::string& scenario) {
+  std::shared_ptr<GlooContext> context;
+  try {
+    context = GlooContext::create();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[fault child] setup failed: %s\n", e.what());
+    return kSetupFailed;
+  }
+  const int rank = context->topology().rank;
+  GlooBackend backend(context);
+  GlooController controller(context);
+  std::int32_t value = 1;
+  backend.allreduce(&value, 1, DataType::kInt32, ReduceOp::kSum);  // everybody is connected
+  if (rank == context->topology().size - 1) {
+    if (scenario.rfind("hang", 0) == 0) {
+      std::this_thread::sleep_for(std::chrono::minutes(10));  // stopped; the parent kills it
+    }
+    raise(SIGKILL);  // dies without any goodbye
+  }
+  if (scenario.rfind("kill", 0) == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the victim is gone
+  }
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    if (scenario.find("allreduce") != std::string::npos) {
+      std::vector<float> data(1000, 1.0f);
+      backend.allreduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum);
+    } else if (scenario.find("gather") != std::string::npos) {
+      controller.gather_to_root("request");
+    } else {
+      // From the victim: every survivor needs its data. (A broadcast from a
+      // survivor may legitimately complete on ranks the victim does not feed.)
+      std::vector<std::int64_t> data(10, rank);
+      backend.broadcast(data.data(), data.size(), DataType::kInt64, context->topology().size - 1);
+    }
+  } catch (const Error& e) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "[fault child rank %d] %s after %.2f s: %s\n", rank,
+                 dynamic_cast<const RankFailure*>(&e) ? "RankFailure" : "hvd::Error", seconds,
+                 e.what());
+    return seconds < kFaultTimeoutSeconds + 5 ? kGotError : kTooLate;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[fault child rank %d] not an hvd::Error: %s\n", rank, e.what());
+    return kWrongError;
+  }
+  std::fprintf(stderr, "[fault child rank %d] the collective succeeded\n", rank);
+  return kNoError;
+}
+
+// Starts one child of the sub-job; returns its pid.
+pid_t spawn_fault_child(const std::string& scenario, int rank, const std::string& store) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    // The sub-job's own job description and store replace ours.
+    if (entry.rfind("HOROVODCPP_", 0) == 0 || entry.rfind("HOROVOD_", 0) == 0) continue;
+    env_strings.push_back(entry);
+  }
+  const std::pair<const char*, std::string> settings[] = {
+      {"RANK", std::to_string(rank)},
+      {"SIZE", std::to_string(kFaultRanks)},
+      {"LOCAL_RANK", std::to_string(rank)},
+      {"LOCAL_SIZE", std::to_string(kFaultRanks)},
+      {"CROSS_RANK", "0"},
+      {"CROSS_SIZE", "1"},
+      {"GLOO_FILE_STORE", store},
+      {"GLOO_TIMEOUT_SECONDS", std::to_string(kFaultTimeoutSeconds)}};
+  for (const auto& [name, value] : settings) {
+    env_strings.push_back(std::string("HOROVODCPP_") + name + "=" + value);
+  }
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string flag = "--gloo-fault-child";
+  std::string arg = scenario;
+  std::vector<char*> argv = {g_self.data(), flag.data(), arg.data(), nullptr};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execve(g_self.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+class FaultTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FaultTest, SurvivorsThrowWithinTimeout) {
+  const std::string scenario = GetParam();
+  const std::string store = temp_directory();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < kFaultRanks; ++r) pids.push_back(spawn_fault_child(scenario, r, store));
+  for (pid_t pid : pids) ASSERT_GT(pid, 0) << "fork failed";
+
+  // The survivors must be done well within the timeout plus set-up time.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  std::vector<std::optional<int>> status(kFaultRanks);
+  for (int r = 0; r + 1 < kFaultRanks; ++r) {
+    int raw = 0;
+    while (waitpid(pids[r], &raw, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (std::chrono::steady_clock::now() > deadline) break;
+    status[r] = raw;
+  }
+  // Whatever is left (the stopped victim, or a hung survivor) is killed.
+  for (int r = 0; r < kFaultRanks; ++r) {
+    if (r + 1 < kFaultRanks && status[r]) continue;
+    kill(pids[r], SIGKILL);
+    waitpid(pids[r], nullptr, 0);
+  }
+  for (int r = 0; r + 1 < kFaultRanks; ++r) {
+    ASSERT_TRUE(status[r].has_value()) << "survivor rank " << r << " hung (" << scenario << ")";
+    ASSERT_TRUE(WIFEXITED(*status[r])) << "survivor rank " << r << " crashed with signal "
+                                       << (WIFSIGNALED(*status[r]) ? WTERMSIG(*status[r]) : 0);
+    EXPECT_EQ(WEXITSTATUS(*status[r]), kGotError)
+        << "survivor rank " << r << " (" << scenario << "): exit code " << WEXITSTATUS(*status[r])
+        << " (3: no error, 4: too late, 5: not an hvd::Error, 6: setup failed)";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, FaultTest,
+                         ::testing::Values("kill_allreduce", "kill_gather", "kill_broadcast",
+                                           "hang_allreduce", "hang_gather"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+// Ranks other than 0 print only their failures, tagged with the rank.
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
+                 result.file_name() ? result.file_name() : "?", result.line_number(),
+                 result.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+
+// Readable parameters in gtest's messages (found by argument-dependent lookup).
+void PrintTo(DataType dtype, std::ostream* os) { *os << dtype_name(dtype); }
+void PrintTo(ReduceOp op, std::ostream* os) { *os << reduce_op_name(op); }
+
+}  // namespace hvd
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && std::string(argv[1]) == "--gloo-fault-child") {
+    return hvd::fault_child(argv[2]);
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  char self[4096] = {};
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  hvd::g_self = length > 0 ? std::string(self, static_cast<std::size_t>(length)) : argv[0];
+  try {
+    hvd::g_context = hvd::GlooContext::create();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cannot set up Gloo: %s\n", e.what());
+    return 1;
+  }
+  const int rank = hvd::g_context->topology().rank;
+  if (rank != 0) {
+    ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new hvd::RankFailurePrinter(rank));
+  }
+  int result = RUN_ALL_TESTS();
+  // Every rank exits with the job's outcome, whichever rank failed.
+  const int own_result = result;
+  try {
+    hvd::GlooBackend(hvd::g_context)
+        .allreduce(&result, 1, hvd::DataType::kInt32, hvd::ReduceOp::kMax);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[rank %d] cannot agree on the outcome: %s\n", rank, e.what());
+    result = 1;
+  }
+  if (rank == 0 && result != own_result) {
+    std::fprintf(stderr, "FAILED on another rank (see its [rank N] lines)\n");
+  }
+  hvd::g_context.reset();
+  for (const std::string& dir : hvd::g_temp_directories) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  return result;
+}

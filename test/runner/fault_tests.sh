@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# hvdrun's fault handling, end to end, in MPI and Gloo mode:
+#   exit      a rank exits 7 mid-run: hvdrun exits non-zero within 10 s and
+#             its output names the failed rank
+#   sigkill   a rank SIGKILLs itself with a collective in flight: non-zero
+#             within 10 s
+#   sigint    hvdrun gets SIGINT while the ranks run: non-zero within 10 s
+# After each case no process of the job may remain (found by a unique --tag).
+#
+# usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...]   (default: --mpi --gloo)
+# Prints one line per case and "N passed, M failed"; exits 1 if any failed.
+set -u
+
+HVDRUN=$(readlink -f "${1:?usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...]}")
+WORKER=$(readlink -f "${2:?usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...]}")
+shift 2
+MODES=("$@")
+[ ${#MODES[@]} -eq 0 ] && MODES=(--mpi --gloo)
+
+NP=3
+LIMIT=10            # seconds hvdrun may take to fail
+SAFETY=60           # hard stop for a hung hvdrun
+WORKER_COMM=$(basename "$WORKER" | cut -c1-15)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+WORK=$(mktemp -d /tmp/hvdrun_fault.XXXXXX)
+PASSED=0
+FAILED=0
+ALL_TAGS=()
+
+# Pids of processes whose command line carries the tag.
+job_pids() { pgrep -f -- "$1" || true; }
+
+# Only processes this script started: those carrying one of its tags.
+cleanup() {
+  local tag pid
+  for tag in "${ALL_TAGS[@]}"; do
+    for pid in $(job_pids "$tag"); do kill -KILL "$pid" 2>/dev/null; done
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+now() { date +%s.%N; }
+elapsed() { echo "$(now) - $1" | bc; }
+
+report() {  # name ok detail
+  if [ "$2" = 1 ]; then
+    PASSED=$((PASSED + 1))
+    echo "PASS $1 ($3)"
+  else
+    FAILED=$((FAILED + 1))
+    echo "FAIL $1: $3"
+    sed 's/^/    | /' "$4" | tail -n 25
+  fi
+}
+
+# Fails the case if any process of the job is still there.
+leftovers() {
+  local pids
+  pids=$(job_pids "$1" | tr '\n' ' ')
+  [ -z "$pids" ] && return 1
+  echo "processes left: $pids"; ps -o pid,ppid,pgid,stat,args -p "${pids// /,}" | tail -n +2 >&2
+  return 0
+}
+
+# Waits until NP workers run (up to 30 s).
+wait_for_workers() {
+  local tag=$1 i pid n
+  for i in $(seq 300); do
+    n=0
+    for pid in $(job_pids "$tag"); do
+      [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = "$WORKER_COMM" ] && n=$((n + 1))
+    done
+    [ "$n" -ge "$NP" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+run_case() {  # mode case
+  local mode=$1 case=$2 tag="hvdft-$$-$RANDOM$RANDOM" name="${1#--} $2"
+  local log="$WORK/${mode#--}-$case.log" start rc took pid why=""
+  ALL_TAGS+=("$tag")
+  local args=(-np "$NP" "$mode" "$WORKER" --tag "$tag")
+  case $case in
+    exit)
+      start=$(now)
+      timeout -s KILL "$SAFETY" "$HVDRUN" "${args[@]}" --iters 100000 --sleep-ms 10 \
+        --exit-rank 1 --exit-at 20 --exit-code 7 >"$log" 2>&1
+      rc=$?
+      took=$(elapsed "$start")
+      ;;
+    sigkill)
+      start=$(now)
+      timeout -s KILL "$SAFETY" "$HVDRUN" "${args[@]}" --iters 100000 --sleep-ms 10 \
+        --kill-rank 2 --kill-at 20 >"$log" 2>&1
+      rc=$?
+      took=$(elapsed "$start")
+      ;;
+    sigint)
+      timeout -s KILL "$SAFETY" "$HVDRUN" "${args[@]}" --iters 10000000 --sleep-ms 5 \
+        >"$log" 2>&1 &
+      pid=$!
+      if ! wait_for_workers "$tag"; then why="the workers did not start; "; fi
+      sleep 1
+      # `timeout` forwards the signal to hvdrun.
+      start=$(now)
+      kill -INT "$pid"
+      wait "$pid"
+      rc=$?
+      took=$(elapsed "$start")
+      ;;
+  esac
+  if [ "$rc" -eq 0 ]; then why+="hvdrun exited 0; "; fi
+  if [ "$(echo "$took >= $SAFETY" | bc)" = 1 ]; then why+="hvdrun hung (killed after ${SAFETY}s); "; fi
+  if [ "$(echo "$took > $LIMIT" | bc)" = 1 ]; then why+="took ${took}s (limit ${LIMIT}s); "; fi
+  if [ "$case" = exit ]; then
+    # hvdrun's own line (Gloo) or mpirun's "Process name: [[job,1],1]".
+    if ! grep -qE 'rank 1 \(.*exited with code 7|Process name: \[\[[0-9]+,[0-9]+\],1\]' "$log"; then
+      why+="output does not name rank 1; "
+    fi
+  fi
+  local left
+  if left=$(leftovers "$tag"); then why+="$left; "; fi
+  if [ -z "$why" ]; then
+    report "$name" 1 "exit code $rc after $(printf '%.1f' "$took")s, no process left" "$log"
+  else
+    report "$name" 0 "$why(exit code $rc)" "$log"
+  fi
+}
+
+for mode in "${MODES[@]}"; do
+  for case in exit sigkill sigint; do
+    run_case "$mode" "$case"
+  done
+done
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

@@ -1,0 +1,118 @@
+// fault_worker: a rank for hvdrun's fault and multi-host tests. It loops
+// allreduce (Sum) on a small tensor and can fail on purpose:
+//
+//   fault_worker [--iters N] [--sleep-ms MS] [--exit-rank R --exit-at I
+//                [--exit-code C]] [--kill-rank R --kill-at I] [--tag TEXT]
+//
+// --exit-*: rank R exits with code C (default 1) at iteration I.
+// --kill-*: rank R raises SIGKILL on itself at iteration I, with a
+//           collective of the other ranks in flight.
+// --tag:    ignored; a unique marker the tests find leftover processes by.
+// On success every rank prints one line:
+//   "fault_worker rank R of N host H result X ok netns net:[INODE]"
+// (X == N*(N+1)/2; H: HOROVODCPP_HOSTNAME, else gethostname; the network
+// namespace tells the two-host test where the rank really ran)
+// and exits 0; a wrong result prints "... WRONG" and exits 2.
+#include <horovodcpp/horovodcpp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Flags {
+  int iters = 10;
+  int sleep_ms = 0;
+  int exit_rank = -1, exit_at = 0, exit_code = 1;
+  int kill_rank = -1, kill_at = 0;
+};
+
+Flags parse(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "fault_worker: %s needs a value\n", a.c_str());
+      std::exit(64);
+    }
+    int v = std::atoi(argv[++i]);
+    if (a == "--iters")
+      f.iters = v;
+    else if (a == "--sleep-ms")
+      f.sleep_ms = v;
+    else if (a == "--exit-rank")
+      f.exit_rank = v;
+    else if (a == "--exit-at")
+      f.exit_at = v;
+    else if (a == "--exit-code")
+      f.exit_code = v;
+    else if (a == "--kill-rank")
+      f.kill_rank = v;
+    else if (a == "--kill-at")
+      f.kill_at = v;
+    else if (a == "--tag")
+      continue;
+    else {
+      std::fprintf(stderr, "fault_worker: unknown flag %s\n", a.c_str());
+      std::exit(64);
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f = parse(argc, argv);
+  try {
+    hvd::init();
+    const int rank = hvd::rank(), size = hvd::size();
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    const char* listed = std::getenv("HOROVODCPP_HOSTNAME");
+    std::string where = listed ? listed : host;
+    std::vector<float> values(16);
+    for (int it = 0; it < f.iters; ++it) {
+      if (rank == f.exit_rank && it == f.exit_at) {
+        std::fprintf(stderr, "fault_worker rank %d exits with code %d at iteration %d\n", rank,
+                     f.exit_code, it);
+        std::fflush(stderr);
+        std::_Exit(f.exit_code);
+      }
+      std::fill(values.begin(), values.end(), static_cast<float>(rank + 1));
+      hvd::Work work = hvd::allreduce_async(hvd::view(values), "fault.t", hvd::ReduceOp::kSum);
+      if (rank == f.kill_rank && it == f.kill_at) {
+        std::fprintf(stderr, "fault_worker rank %d raises SIGKILL at iteration %d\n", rank, it);
+        std::fflush(stderr);
+        raise(SIGKILL);
+      }
+      work.wait();
+      const float expected = static_cast<float>(size) * static_cast<float>(size + 1) / 2.0f;
+      if (values[0] != expected || values.back() != expected) {
+        std::printf("fault_worker rank %d of %d host %s result %g WRONG (expected %g)\n", rank,
+                    size, where.c_str(), values[0], expected);
+        return 2;
+      }
+      if (f.sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(f.sleep_ms));
+    }
+    char netns[64] = {};
+    if (readlink("/proc/self/ns/net", netns, sizeof netns - 1) < 0) std::strcpy(netns, "unknown");
+    std::printf("fault_worker rank %d of %d host %s result %g ok netns %s\n", rank, size,
+                where.c_str(), values[0], netns);
+    std::fflush(stdout);
+    hvd::shutdown();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fault_worker: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# A two-host Gloo job on one machine: two network namespaces joined by a
+# veth pair stand in for two hosts (10.203.0.1 and 10.203.0.2, only inside
+# the namespaces). hvdrun runs in the first; it reaches the second through a
+# remote shell that maps an address to its namespace (`ip netns exec`).
+#   allreduce  -np 4 -H 10.203.0.1:2,10.203.0.2:2: every rank prints the
+#              right sum, ranks 2-3 really ran in the second namespace
+#   fault      a rank on the second host exits 1: hvdrun fails within 10 s
+#              and no process of the job is left in either namespace
+#
+# usage: two_host_netns.sh HVDRUN FAULT_WORKER     (root; needs ip netns)
+# Exit 77 (skip) when network namespaces cannot be created here.
+set -u
+
+HVDRUN=$(readlink -f "${1:?usage: two_host_netns.sh HVDRUN FAULT_WORKER}")
+WORKER=$(readlink -f "${2:?usage: two_host_netns.sh HVDRUN FAULT_WORKER}")
+NS_A="hvdt-$$-a"
+NS_B="hvdt-$$-b"
+ADDR_A=10.203.0.1
+ADDR_B=10.203.0.2
+TAG="hvdnet-$$-$RANDOM$RANDOM"
+WORK=$(mktemp -d /tmp/hvdrun_netns.XXXXXX)
+PASSED=0
+FAILED=0
+
+cleanup() {
+  local pid
+  for pid in $(pgrep -f -- "$TAG"); do kill -KILL "$pid" 2>/dev/null; done
+  ip netns del "$NS_A" 2>/dev/null  # takes its end of the veth pair, and so the pair
+  ip netns del "$NS_B" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if ! ip netns add "$NS_A" 2>"$WORK/err"; then
+  echo "SKIP: cannot create a network namespace ($(head -n1 "$WORK/err")); needs root and ip netns"
+  exit 77
+fi
+set -e
+ip netns add "$NS_B"
+ip link add hvdt0 netns "$NS_A" type veth peer name hvdt0 netns "$NS_B"
+ip -n "$NS_A" addr add "$ADDR_A/24" dev hvdt0
+ip -n "$NS_B" addr add "$ADDR_B/24" dev hvdt0
+for ns in "$NS_A" "$NS_B"; do
+  ip -n "$ns" link set lo up
+  ip -n "$ns" link set hvdt0 up
+done
+set +e
+
+# The "remote shell": host address -> namespace, then sh -c COMMAND.
+cat >"$WORK/rsh" <<EOF
+#!/bin/sh
+case "\$1" in
+  $ADDR_A) ns=$NS_A ;;
+  $ADDR_B) ns=$NS_B ;;
+  *) echo "rsh: unknown host \$1" >&2; exit 255 ;;
+esac
+exec ip netns exec "\$ns" sh -c "\$2"
+EOF
+chmod +x "$WORK/rsh"
+NETNS_B=$(ip netns exec "$NS_B" readlink /proc/self/ns/net)
+NETNS_A=$(ip netns exec "$NS_A" readlink /proc/self/ns/net)
+
+if command -v ping >/dev/null && ! ip netns exec "$NS_A" ping -c1 -W2 "$ADDR_B" >/dev/null 2>&1; then
+  echo "note: ping $ADDR_B from $NS_A failed (continuing)"
+fi
+
+hvdrun_in_a() {  # log args...
+  local log=$1
+  shift
+  timeout -s KILL 120 ip netns exec "$NS_A" "$HVDRUN" -np 4 --gloo \
+    -H "$ADDR_A:2,$ADDR_B:2" --remote-shell "$WORK/rsh {host}" "$@" >"$log" 2>&1
+}
+
+report() {  # name why log
+  if [ -z "$2" ]; then
+    PASSED=$((PASSED + 1))
+    echo "PASS $1"
+  else
+    FAILED=$((FAILED + 1))
+    echo "FAIL $1: $2"
+    sed 's/^/    | /' "$3" | tail -n 30
+  fi
+}
+
+# 1. allreduce across both namespaces
+log="$WORK/allreduce.log"
+hvdrun_in_a "$log" "$WORKER" --iters 20 --tag "$TAG"
+rc=$?
+why=""
+[ "$rc" -ne 0 ] && why+="hvdrun exited $rc; "
+for r in 0 1 2 3; do
+  if [ "$r" -lt 2 ]; then host=$ADDR_A netns=$NETNS_A; else host=$ADDR_B netns=$NETNS_B; fi
+  if ! grep -qF "[$r]<stdout>: fault_worker rank $r of 4 host $host result 10 ok netns $netns" \
+       "$log"; then
+    why+="no correct result line from rank $r on $host; "
+  fi
+done
+report "allreduce -np 4 over two namespaces (sum 10 on every rank)" "$why" "$log"
+
+# 2. a rank on the second host fails
+log="$WORK/fault.log"
+start=$(date +%s.%N)
+hvdrun_in_a "$log" "$WORKER" --iters 100000 --sleep-ms 10 --exit-rank 3 --exit-at 10 \
+  --exit-code 1 --tag "$TAG"
+rc=$?
+took=$(echo "$(date +%s.%N) - $start" | bc)
+why=""
+[ "$rc" -eq 0 ] && why+="hvdrun exited 0; "
+[ "$(echo "$took > 10" | bc)" = 1 ] && why+="took ${took}s (limit 10s); "
+grep -qE "rank 3 \(.*exited with code 1" "$log" || why+="output does not name rank 3; "
+left=$(pgrep -f -- "$TAG" | tr '\n' ' ')
+[ -n "$left" ] && why+="processes left: $left; "
+report "remote rank exits 1: hvdrun fails in $(printf '%.1f' "$took")s, nothing left" "$why" "$log"
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

@@ -20,7 +20,8 @@ const char kRankPrefix[] = "HOROVODCPP_";
 
 std::string short_name(const std::string& host) { return host.substr(0, host.find('.')); }
 
-// The remote-shell words with {host} replaced.
+}  // namespace
+
 std::vector<std::string> remote_shell_words(const Options& options, const std::string& host) {
   std::vector<std::string> words;
   if (options.remote_shell.empty()) {
@@ -46,8 +47,6 @@ std::vector<std::string> remote_shell_words(const Options& options, const std::s
   }
   return words;
 }
-
-}  // namespace
 
 bool is_local_host(const std::string& host) {
   if (host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0) return true;

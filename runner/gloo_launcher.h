@@ -36,4 +36,8 @@ std::vector<ChildSpec> gloo_children(const Options& options,
 
 std::string shell_quote(const std::string& word);
 
+// The command that reaches `host`: options.remote_shell split into words
+// with {host} replaced, or "ssh -o BatchMode=yes [-p PORT] [-i KEY] HOST".
+std::vector<std::string> remote_shell_words(const Options& options, const std::string& host);
+
 }  // namespace hvdrun

@@ -8,18 +8,10 @@
 #include <sstream>
 
 #include "runner/options.h"
+#include "runner/text.h"
 
 namespace hvdrun {
 namespace {
-
-[[noreturn]] void usage(const std::string& message) { throw UsageError{message}; }
-
-std::string trim(const std::string& text) {
-  std::size_t begin = text.find_first_not_of(" \t\r\n");
-  if (begin == std::string::npos) return "";
-  std::size_t end = text.find_last_not_of(" \t\r\n");
-  return text.substr(begin, end - begin + 1);
-}
 
 bool all_digits(const std::string& text) {
   if (text.empty()) return false;

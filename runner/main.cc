@@ -218,29 +218,6 @@ std::string rendezvous_host(const Options& options, const std::vector<std::strin
   return address;
 }
 
-// The remote-shell words for `host` (the same template gloo_children uses).
-std::vector<std::string> remote_shell_words(const Options& options, const std::string& host) {
-  std::vector<std::string> words;
-  if (options.remote_shell.empty()) {
-    words = {"ssh", "-o", "BatchMode=yes"};
-    if (options.ssh_port) words.insert(words.end(), {"-p", std::to_string(*options.ssh_port)});
-    if (!options.ssh_identity_file.empty()) {
-      words.insert(words.end(), {"-i", options.ssh_identity_file});
-    }
-    words.push_back(host);
-    return words;
-  }
-  std::istringstream in(options.remote_shell);
-  std::string word;
-  while (in >> word) {
-    for (std::size_t at; (at = word.find("{host}")) != std::string::npos;) {
-      word.replace(at, 6, host);
-    }
-    words.push_back(word);
-  }
-  return words;
-}
-
 struct Probe {
   std::string host;
   std::vector<std::string> argv;

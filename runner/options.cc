@@ -10,17 +10,10 @@
 #include <set>
 #include <sstream>
 
+#include "runner/text.h"
+
 namespace hvdrun {
 namespace {
-
-[[noreturn]] void usage(const std::string& message) { throw UsageError{message}; }
-
-std::string trim(const std::string& text) {
-  std::size_t begin = text.find_first_not_of(" \t\r\n");
-  if (begin == std::string::npos) return "";
-  std::size_t end = text.find_last_not_of(" \t\r\n");
-  return text.substr(begin, end - begin + 1);
-}
 
 // A whole-string integer in [min, max]; `what` names the flag in the error.
 int parse_int(const std::string& what, const std::string& text, long long min, long long max) {
@@ -336,11 +329,16 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
   HOROVODCPP_LOG_LEVEL              trace|debug|info|warning|error (default warning)
   HOROVODCPP_CPU_OPERATIONS         transport: mpi or gloo (alias
     (or HOROVODCPP_CONTROLLER)      HOROVOD_CPU_OPERATIONS / HOROVOD_CONTROLLER)
-  HOROVODCPP_FUSION_THRESHOLD       fusion buffer size in bytes
-  HOROVODCPP_CACHE_CAPACITY         response cache entries
-  HOROVODCPP_TIMELINE               timeline output file
-  HOROVODCPP_GLOO_TIMEOUT_SECONDS   Gloo rendezvous/collective timeout
+  HOROVODCPP_FUSION_THRESHOLD       fusion buffer size in bytes (*)
+  HOROVODCPP_CACHE_CAPACITY         response cache entries (*)
+  HOROVODCPP_TIMELINE               timeline output file (*)
+  HOROVODCPP_GLOO_TIMEOUT_SECONDS   Gloo rendezvous/collective timeout (default 30)
   HOROVODCPP_GLOO_IFACE             Gloo network interface (alias HOROVOD_GLOO_IFACE)
+  HOROVODCPP_GLOO_FILE_STORE        Gloo without hvdrun: a directory shared by
+                                    ranks on one host (with HOROVODCPP_RANK, _SIZE,
+                                    _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE)
+  (*) forwarded to the ranks but not used yet: tensor fusion, the response
+      cache and the timeline are not implemented in this version.
 Environment read by hvdrun:
   HVDRUN_REMOTE_SHELL               default for --remote-shell
   SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE, SLURM_NTASKS, PBS_NODEFILE

@@ -5,6 +5,8 @@
 #   sigkill   a rank SIGKILLs itself with a collective in flight: non-zero
 #             within 10 s
 #   sigint    hvdrun gets SIGINT while the ranks run: non-zero within 10 s
+#   unreachable  (Gloo) a listed host never answers: hvdrun gives up after
+#             --start-timeout with a line naming the host
 # After each case no process of the job may remain (found by a unique --tag).
 #
 # usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...]   (default: --mpi --gloo)
@@ -21,8 +23,6 @@ NP=3
 LIMIT=10            # seconds hvdrun may take to fail
 SAFETY=60           # hard stop for a hung hvdrun
 WORKER_COMM=$(basename "$WORKER" | cut -c1-15)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
 
 WORK=$(mktemp -d /tmp/hvdrun_fault.XXXXXX)
 PASSED=0
@@ -132,10 +132,37 @@ run_case() {  # mode case
   fi
 }
 
+# A remote host that never answers: the "remote shell" is a script that
+# hangs, so no traffic leaves this machine.
+unreachable_host() {
+  local tag="hvdft-$$-$RANDOM$RANDOM" log="$WORK/unreachable.log" start rc took why=""
+  ALL_TAGS+=("$tag")
+  printf '#!/bin/sh\nexec sleep 100\n' >"$WORK/hanging_shell"
+  chmod +x "$WORK/hanging_shell"
+  start=$(now)
+  timeout -s KILL "$SAFETY" "$HVDRUN" -np 2 --gloo -H localhost:1,unreachable-host.invalid:1 \
+    --start-timeout 2 --remote-shell "$WORK/hanging_shell {host}" "$WORKER" --tag "$tag" \
+    >"$log" 2>&1
+  rc=$?
+  took=$(elapsed "$start")
+  if [ "$rc" -eq 0 ]; then why+="hvdrun exited 0; "; fi
+  if [ "$(echo "$took > $LIMIT" | bc)" = 1 ]; then why+="took ${took}s (limit ${LIMIT}s); "; fi
+  grep -q "unreachable-host.invalid did not answer within 2" "$log" || why+="no line naming the host; "
+  pkill -f -- "$WORK/hanging_shell" 2>/dev/null
+  local left
+  if left=$(leftovers "$tag"); then why+="$left; "; fi
+  if [ -z "$why" ]; then
+    report "gloo unreachable" 1 "exit code $rc after $(printf '%.1f' "$took")s" "$log"
+  else
+    report "gloo unreachable" 0 "$why(exit code $rc)" "$log"
+  fi
+}
+
 for mode in "${MODES[@]}"; do
   for case in exit sigkill sigint; do
     run_case "$mode" "$case"
   done
+  [ "$mode" = --gloo ] && unreachable_host
 done
 
 echo "$PASSED passed, $FAILED failed"

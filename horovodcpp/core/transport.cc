@@ -24,36 +24,25 @@ struct TransportEntry {
   Transport (*create)();
 };
 
-#if HVD_HAVE_MPI
-Transport create_mpi_transport() {
-  // Controller and backend share one MPI initialization and topology.
-  std::shared_ptr<MpiContext> context = MpiContext::create();
+// Controller and backend share one context: one initialization of the
+// communication library, one topology.
+template <typename Context, typename ControllerType, typename BackendType>
+Transport create_transport_with() {
+  std::shared_ptr<Context> context = Context::create();
   Transport transport;
-  transport.controller = std::make_unique<MpiController>(context);
-  transport.backend = std::make_unique<MpiBackend>(context);
+  transport.controller = std::make_unique<ControllerType>(context);
+  transport.backend = std::make_unique<BackendType>(context);
   return transport;
 }
-#endif
-
-#if HVD_HAVE_GLOO
-Transport create_gloo_transport() {
-  // Controller and backend share one rendezvous, topology and TCP device.
-  std::shared_ptr<GlooContext> context = GlooContext::create();
-  Transport transport;
-  transport.controller = std::make_unique<GlooController>(context);
-  transport.backend = std::make_unique<GlooBackend>(context);
-  return transport;
-}
-#endif
 
 // The compiled transports, in order of preference.
 const std::vector<TransportEntry>& transport_table() {
   static const std::vector<TransportEntry> table = {
 #if HVD_HAVE_MPI
-    {"mpi", &create_mpi_transport},
+    {"mpi", &create_transport_with<MpiContext, MpiController, MpiBackend>},
 #endif
 #if HVD_HAVE_GLOO
-    {"gloo", &create_gloo_transport},
+    {"gloo", &create_transport_with<GlooContext, GlooController, GlooBackend>},
 #endif
   };
   return table;

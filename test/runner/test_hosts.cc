@@ -7,6 +7,7 @@
 
 #include "runner/hosts.h"
 #include "runner/options.h"
+#include "usage_message.h"
 
 namespace hvdrun {
 namespace {
@@ -19,15 +20,6 @@ std::string text(const std::vector<Host>& hosts) {
   std::string out;
   for (const Host& h : hosts) out += (out.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
   return out;
-}
-
-std::string usage_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.message;
-  }
-  return "<no UsageError>";
 }
 
 TEST(HostList, Parses) {

@@ -9,6 +9,7 @@
 #include "runner/environment.h"
 #include "runner/mpi_command.h"
 #include "runner/options.h"
+#include "usage_message.h"
 
 namespace hvdrun {
 namespace {
@@ -24,15 +25,6 @@ MpiLaunch open_mpi(std::vector<Host> hosts, int np, bool root = false) {
   launch.hosts = std::move(hosts);
   launch.num_proc = np;
   return launch;
-}
-
-std::string usage_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.message;
-  }
-  return "<no UsageError>";
 }
 
 TEST(MpiFlavor, Detects) {

@@ -7,14 +7,14 @@
 // sets (HOROVODCPP_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK,
 // _CROSS_SIZE and HOROVODCPP_GLOO_FILE_STORE or _GLOO_RENDEZVOUS_ADDR/_PORT),
 // or alone without any of it. Its own main sets the Gloo context up. The
-// fault tests start sub-jobs of this binary (--gloo-fault-child).
+// fault tests start sub-jobs of this binary (--gloo-fault-child). The checks
+// every transport shares are in backend_conformance.h.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -24,7 +24,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -34,7 +33,7 @@
 #include "backend/gloo/gloo_context.h"
 #include "backend/gloo/gloo_controller.h"
 #include "backend/gloo/gloo_store_adapter.h"
-#include "core/transport.h"
+#include "backend_conformance.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 #include "store/file_store.h"
@@ -42,110 +41,12 @@
 namespace hvd {
 namespace {
 
+using namespace conformance;
+
 std::shared_ptr<GlooContext> g_context;  // created and released by main()
 std::string g_self;                      // this binary, for the fault sub-jobs
 
 const Topology& topology() { return g_context->topology(); }
-
-constexpr DataType kAllDtypes[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,
-                                   DataType::kInt16,   DataType::kInt32,    DataType::kInt64,
-                                   DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                                   DataType::kFloat64, DataType::kBool};
-constexpr ReduceOp kBackendOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
-                                    ReduceOp::kProduct};
-// ---- Element access through double. Every test value is exactly
-// representable in every dtype, so comparisons are exact.
-
-template <typename T>
-double to_double(T value) {
-  return static_cast<double>(value);
-}
-double to_double(float16_t value) { return static_cast<float>(value); }
-double to_double(bfloat16_t value) { return static_cast<float>(value); }
-
-class Buffer {
- public:
-  Buffer(DataType dtype, std::size_t count)
-      : dtype_(dtype), count_(count), bytes_(count * dtype_size(dtype)) {}
-
-  void set(std::size_t i, double value) {
-    visit_dtype(dtype_, [&](auto zero) {
-      using T = decltype(zero);
-      reinterpret_cast<T*>(bytes_.data())[i] = static_cast<T>(value);
-    });
-  }
-  double get(std::size_t i) const {
-    double value = 0;
-    visit_dtype(dtype_, [&](auto zero) {
-      using T = decltype(zero);
-      value = to_double(reinterpret_cast<const T*>(bytes_.data())[i]);
-    });
-    return value;
-  }
-  // Null for an empty buffer, as callers may pass.
-  void* data() { return bytes_.empty() ? nullptr : bytes_.data(); }
-  std::size_t count() const { return count_; }
-
- private:
-  DataType dtype_;
-  std::size_t count_;
-  std::vector<unsigned char> bytes_;
-};
-
-::testing::AssertionResult equals(const Buffer& actual, const std::vector<double>& expected) {
-  if (actual.count() != expected.size()) {
-    return ::testing::AssertionFailure()
-           << "count " << actual.count() << " != expected " << expected.size();
-  }
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    if (actual.get(i) != expected[i]) {
-      return ::testing::AssertionFailure()
-             << "element " << i << " is " << actual.get(i) << ", expected " << expected[i];
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
-bool is_unsigned(DataType dtype) { return dtype == DataType::kUInt8 || dtype == DataType::kUInt16; }
-
-// Allreduce inputs: tiny values, so that sums and products over 4 ranks
-// neither overflow int8 nor round in bfloat16, in any reduction order.
-double reduce_input(DataType dtype, int rank, std::size_t i) {
-  if (dtype == DataType::kBool) return i % 5 != 0 && (rank + i) % 7 != 0;
-  if (is_unsigned(dtype)) return static_cast<double>((rank + i) % 4);
-  const double k = static_cast<double>((rank * 3 + i) % 7) - 3;  // -3 .. 3
-  return is_floating(dtype) ? k * 0.5 : k;
-}
-
-// The scalar reference of reducing reduce_input over all ranks.
-double reduce_reference(DataType dtype, ReduceOp op, int size, std::size_t i) {
-  double acc = reduce_input(dtype, 0, i);
-  for (int r = 1; r < size; ++r) {
-    const double v = reduce_input(dtype, r, i);
-    if (dtype == DataType::kBool) {
-      const bool any = op == ReduceOp::kSum || op == ReduceOp::kMax;
-      acc = any ? (acc != 0 || v != 0) : (acc != 0 && v != 0);
-      continue;
-    }
-    switch (op) {
-      case ReduceOp::kSum: acc += v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
-      case ReduceOp::kProduct: acc *= v; break;
-      case ReduceOp::kAverage: ADD_FAILURE() << "no reference for Average"; break;
-    }
-  }
-  return acc;
-}
-
-// Broadcast and allgatherv values: distinct per seed within each dtype's
-// exact range (bfloat16 holds k/4 exactly for |k| <= 100).
-double pattern_value(DataType dtype, std::size_t seed) {
-  if (dtype == DataType::kBool) return static_cast<double>(seed % 2);
-  const double k = static_cast<double>(seed % 200);
-  if (is_unsigned(dtype)) return k;
-  return is_floating(dtype) ? (k - 100) * 0.25 : k - 100;
-}
 
 // ---- Environment (each rank on its own: no communication)
 
@@ -382,11 +283,7 @@ TEST(GlooContextTest, TopologyMatchesEnvironment) {
   EXPECT_EQ(t.local_size, job_setting("LOCAL_SIZE").value_or(1));
   EXPECT_EQ(t.cross_rank, job_setting("CROSS_RANK").value_or(0));
   EXPECT_EQ(t.cross_size, job_setting("CROSS_SIZE").value_or(1));
-  // The tests run on one host: everybody is local, there is one "node".
-  EXPECT_EQ(t.local_size, t.size);
-  EXPECT_EQ(t.local_rank, t.rank);
-  EXPECT_EQ(t.cross_size, 1);
-  EXPECT_EQ(t.cross_rank, 0);
+  check_single_host(t);
 }
 
 TEST(GlooContextTest, SecondContextWorks) {
@@ -401,63 +298,20 @@ TEST(GlooContextTest, SecondContextWorks) {
   EXPECT_EQ(value, topology().size);
 }
 
-TEST(TransportTest, RegistryHasGloo) {
-  const std::vector<std::string> names = available_transports();
-  EXPECT_NE(std::find(names.begin(), names.end(), "gloo"), names.end());
-  Transport transport = create_transport("gloo");
-  ASSERT_NE(transport.controller, nullptr);
-  ASSERT_NE(transport.backend, nullptr);
-  EXPECT_STREQ(transport.backend->name(), "gloo");
-  EXPECT_EQ(transport.controller->topology().size, topology().size);
-  EXPECT_EQ(transport.controller->broadcast_from_root(std::to_string(topology().rank)), "0");
-}
+TEST(TransportTest, RegistryHasGloo) { check_registry_has("gloo", topology()); }
 
-TEST(TransportTest, UnknownNameListsAvailable) {
-  try {
-    create_transport("carrier-pigeon");
-    FAIL() << "expected InvalidArgument";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("carrier-pigeon"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("gloo"), std::string::npos) << e.what();
-  }
-}
+TEST(TransportTest, UnknownNameListsAvailable) { check_unknown_transport_lists("gloo"); }
 
 // ---- Controller
 
-// Binary-safe, rank-dependent, empty on odd ranks in odd rounds.
-std::string controller_message(int rank, int round) {
-  if (round % 2 == 1 && rank % 2 == 1) return "";
-  std::string message(static_cast<std::size_t>(rank * 5 + round), '\0');
-  for (std::size_t i = 0; i < message.size(); ++i) {
-    message[i] = static_cast<char>((rank * 31 + round * 7 + i) % 256);
-  }
-  return message;
-}
-
 TEST(GlooControllerTest, GatherToRoot) {
   GlooController controller(g_context);
-  for (int round = 0; round < 4; ++round) {
-    const std::vector<std::string> gathered =
-        controller.gather_to_root(controller_message(topology().rank, round));
-    if (topology().rank != 0) {
-      EXPECT_TRUE(gathered.empty());
-      continue;
-    }
-    ASSERT_EQ(gathered.size(), static_cast<std::size_t>(topology().size));
-    for (int r = 0; r < topology().size; ++r) {
-      EXPECT_EQ(gathered[r], controller_message(r, round)) << "rank " << r << " round " << round;
-    }
-  }
+  check_gather_to_root(controller);
 }
 
 TEST(GlooControllerTest, GatherAllEmpty) {
   GlooController controller(g_context);
-  const std::vector<std::string> gathered = controller.gather_to_root("");
-  if (topology().rank == 0) {
-    EXPECT_EQ(gathered, std::vector<std::string>(topology().size));
-  } else {
-    EXPECT_TRUE(gathered.empty());
-  }
+  check_gather_all_empty(controller);
 }
 
 TEST(GlooControllerTest, GatherOneLargeMessage) {
@@ -474,13 +328,7 @@ TEST(GlooControllerTest, GatherOneLargeMessage) {
 
 TEST(GlooControllerTest, BroadcastFromRoot) {
   GlooController controller(g_context);
-  const std::string big(100000, '\x7f');
-  for (const std::string& root_message : {std::string(), std::string("a\0b", 3), big}) {
-    // Non-roots pass something else; only rank 0's message counts.
-    const std::string mine =
-        topology().rank == 0 ? root_message : controller_message(topology().rank, 0);
-    EXPECT_EQ(controller.broadcast_from_root(mine), root_message);
-  }
+  check_broadcast_from_root(controller);
 }
 
 // ---- Backend: allreduce
@@ -493,27 +341,13 @@ TEST_P(AllreduceTest, MatchesScalarReference) {
   const auto [dtype, op] = GetParam();
   GlooBackend backend(g_context);
   // 70000 elements span several of Gloo's 1 MiB segments for wide dtypes.
-  for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{50}, std::size_t{70000}}) {
-    Buffer buffer(dtype, count);
-    std::vector<double> expected(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      buffer.set(i, reduce_input(dtype, topology().rank, i));
-      expected[i] = reduce_reference(dtype, op, topology().size, i);
-    }
-    backend.allreduce(buffer.data(), count, dtype, op);
-    EXPECT_TRUE(equals(buffer, expected)) << "count " << count;
-  }
+  check_allreduce_matches_reference(backend, topology(), dtype, op, {1, 7, 50, 70000});
 }
 
 TEST_P(AllreduceTest, ZeroElements) {
   const auto [dtype, op] = GetParam();
   GlooBackend backend(g_context);
-  backend.allreduce(nullptr, 0, dtype, op);
-  // The ranks are still in step: a real collective right after works.
-  Buffer one(dtype, 1);
-  one.set(0, reduce_input(dtype, topology().rank, 0));
-  backend.allreduce(one.data(), 1, dtype, op);
-  EXPECT_TRUE(equals(one, {reduce_reference(dtype, op, topology().size, 0)}));
+  check_allreduce_zero_elements(backend, topology(), dtype, op);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
@@ -537,88 +371,26 @@ TEST(GlooBackendTest, IntegersWrapAround) {
 class BackendDtypeTest : public ::testing::TestWithParam<DataType> {};
 
 TEST_P(BackendDtypeTest, AverageRejected) {
-  const DataType dtype = GetParam();
   GlooBackend backend(g_context);
-  Buffer buffer(dtype, 3);
-  EXPECT_THROW(backend.allreduce(buffer.data(), 3, dtype, ReduceOp::kAverage), InvalidArgument);
-  EXPECT_THROW(backend.allreduce(nullptr, 0, dtype, ReduceOp::kAverage), InvalidArgument);
+  check_average_rejected(backend, GetParam());
 }
 
 TEST_P(BackendDtypeTest, BroadcastFromEveryRoot) {
-  const DataType dtype = GetParam();
   GlooBackend backend(g_context);
-  for (int root = 0; root < topology().size; ++root) {
-    for (std::size_t count :
-         {std::size_t{0}, std::size_t{1}, std::size_t{23}, std::size_t{70000}}) {
-      Buffer buffer(dtype, count);
-      std::vector<double> expected(count);
-      for (std::size_t i = 0; i < count; ++i) {
-        buffer.set(i, pattern_value(dtype, topology().rank * 31 + i * 7 + 1));
-        expected[i] = pattern_value(dtype, root * 31 + i * 7 + 1);
-      }
-      backend.broadcast(buffer.data(), count, dtype, root);
-      EXPECT_TRUE(equals(buffer, expected)) << "root " << root << " count " << count;
-    }
-  }
-}
-
-// Per-rank counts for allgatherv, several of them zero.
-std::vector<std::vector<std::size_t>> allgatherv_count_sets(int size) {
-  std::vector<std::vector<std::size_t>> sets(6, std::vector<std::size_t>(size, 0));
-  for (int r = 0; r < size; ++r) {
-    sets[0][r] = r % 2 == 1 ? 0 : 3 + 5 * r;  // mixed, odd ranks empty
-    sets[1][r] = static_cast<std::size_t>(r + 1);
-    sets[2][r] = 2;
-    sets[5][r] = 40000 + 1000 * r;  // several segments
-  }
-  sets[3][size - 1] = 20;  // only the last rank contributes
-  // sets[4]: nobody contributes
-  return sets;
-}
-
-void check_allgatherv(GlooBackend& backend, DataType dtype, const std::vector<std::size_t>& counts,
-                      bool in_place) {
-  const int rank = topology().rank;
-  std::size_t total = 0, my_offset = 0;
-  std::vector<double> expected;
-  for (int r = 0; r < topology().size; ++r) {
-    if (r == rank) my_offset = total;
-    for (std::size_t j = 0; j < counts[r]; ++j)
-      expected.push_back(pattern_value(dtype, r * 17 + j));
-    total += counts[r];
-  }
-  Buffer input(dtype, counts[rank]);
-  Buffer output(dtype, total);
-  for (std::size_t j = 0; j < counts[rank]; ++j) {
-    input.set(j, pattern_value(dtype, rank * 17 + j));
-    if (in_place) output.set(my_offset + j, pattern_value(dtype, rank * 17 + j));
-  }
-  const void* source = input.data();
-  if (in_place && total > 0) {
-    source = static_cast<char*>(output.data()) + my_offset * dtype_size(dtype);
-  }
-  backend.allgatherv(source, output.data(), counts, dtype);
-  EXPECT_TRUE(equals(output, expected)) << (in_place ? "in place" : "separate input");
+  check_broadcast_from_every_root(backend, topology(), GetParam(), {0, 1, 23, 70000});
 }
 
 TEST_P(BackendDtypeTest, AllgathervUnevenCounts) {
-  const DataType dtype = GetParam();
   GlooBackend backend(g_context);
-  for (const std::vector<std::size_t>& counts : allgatherv_count_sets(topology().size)) {
-    check_allgatherv(backend, dtype, counts, /*in_place=*/false);
-    check_allgatherv(backend, dtype, counts, /*in_place=*/true);
-  }
+  std::vector<std::vector<std::size_t>> count_sets = allgatherv_count_sets(topology().size);
+  std::vector<std::size_t>& several_segments = count_sets.emplace_back();  // of 1 MiB
+  for (int r = 0; r < topology().size; ++r) several_segments.push_back(40000 + 1000 * r);
+  check_allgatherv_uneven_counts(backend, topology(), GetParam(), count_sets);
 }
 
 TEST_P(BackendDtypeTest, InvalidArgumentsRejected) {
-  const DataType dtype = GetParam();
   GlooBackend backend(g_context);
-  Buffer buffer(dtype, 1);
-  EXPECT_THROW(backend.broadcast(buffer.data(), 1, dtype, topology().size), InvalidArgument);
-  EXPECT_THROW(backend.broadcast(buffer.data(), 1, dtype, -1), InvalidArgument);
-  const std::vector<std::size_t> wrong_counts(topology().size + 1, 1);
-  EXPECT_THROW(backend.allgatherv(buffer.data(), buffer.data(), wrong_counts, dtype),
-               InvalidArgument);
+  check_invalid_arguments_rejected(backend, topology(), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest, ::testing::ValuesIn(kAllDtypes),
@@ -628,8 +400,7 @@ INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest, ::testing::ValuesIn(kAllDt
 
 TEST(GlooBackendTest, NameAndCapabilities) {
   GlooBackend backend(g_context);
-  EXPECT_STREQ(backend.name(), "gloo");
-  EXPECT_FALSE(backend.capabilities().half_reduction_in_float32);
+  check_name_and_capabilities(backend, "gloo");
 }
 
 // ---- Faults: every rank of this job runs its own 3-rank sub-job of this
@@ -771,27 +542,7 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, FaultTest,
                            return std::string(info.param);
                          });
 
-// Ranks other than 0 print only their failures, tagged with the rank.
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& result) override {
-    if (!result.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
-                 result.file_name() ? result.file_name() : "?", result.line_number(),
-                 result.summary());
-  }
-
- private:
-  int rank_;
-};
-
 }  // namespace
-
-// Readable parameters in gtest's messages (found by argument-dependent lookup).
-void PrintTo(DataType dtype, std::ostream* os) { *os << dtype_name(dtype); }
-void PrintTo(ReduceOp op, std::ostream* os) { *os << reduce_op_name(op); }
-
 }  // namespace hvd
 
 int main(int argc, char** argv) {
@@ -809,11 +560,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int rank = hvd::g_context->topology().rank;
-  if (rank != 0) {
-    ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new hvd::RankFailurePrinter(rank));
-  }
+  hvd::conformance::print_only_failures_unless_rank0(rank);
   int result = RUN_ALL_TESTS();
   // Every rank exits with the job's outcome, whichever rank failed.
   const int own_result = result;

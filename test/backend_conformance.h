@@ -1,0 +1,357 @@
+// What every transport's Controller and Backend must do, shared by the
+// transport suites (mpi/test_mpi_backend.cc, gloo/test_gloo_backend.cc):
+// exact element access for every dtype, reference values, and the bodies of
+// the conformance tests. Each suite calls these from its own TEST/TEST_P with
+// its own Controller/Backend; what is specific to a transport stays there.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/controller.h"
+#include "core/transport.h"
+#include "horovodcpp/errors.h"
+#include "horovodcpp/types.h"
+
+namespace hvd {
+
+// Readable parameters in gtest's messages (found by argument-dependent lookup).
+inline void PrintTo(DataType dtype, std::ostream* os) { *os << dtype_name(dtype); }
+inline void PrintTo(ReduceOp op, std::ostream* os) { *os << reduce_op_name(op); }
+
+namespace conformance {
+
+constexpr DataType kAllDtypes[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,
+                                   DataType::kInt16,   DataType::kInt32,    DataType::kInt64,
+                                   DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                   DataType::kFloat64, DataType::kBool};
+constexpr ReduceOp kBackendOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
+                                    ReduceOp::kProduct};
+
+// ---- Element access through double. Every test value is exactly
+// representable in every dtype, so comparisons are exact.
+
+template <typename T>
+double to_double(T value) {
+  return static_cast<double>(value);
+}
+inline double to_double(float16_t value) { return static_cast<float>(value); }
+inline double to_double(bfloat16_t value) { return static_cast<float>(value); }
+
+class Buffer {
+ public:
+  Buffer(DataType dtype, std::size_t count)
+      : dtype_(dtype), count_(count), bytes_(count * dtype_size(dtype)) {}
+
+  void set(std::size_t i, double value) {
+    visit_dtype(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      reinterpret_cast<T*>(bytes_.data())[i] = static_cast<T>(value);
+    });
+  }
+  double get(std::size_t i) const {
+    double value = 0;
+    visit_dtype(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      value = to_double(reinterpret_cast<const T*>(bytes_.data())[i]);
+    });
+    return value;
+  }
+  // Null for an empty buffer, as callers may pass.
+  void* data() { return bytes_.empty() ? nullptr : bytes_.data(); }
+  std::size_t count() const { return count_; }
+
+ private:
+  DataType dtype_;
+  std::size_t count_;
+  std::vector<unsigned char> bytes_;
+};
+
+inline ::testing::AssertionResult equals(const Buffer& actual,
+                                         const std::vector<double>& expected) {
+  if (actual.count() != expected.size()) {
+    return ::testing::AssertionFailure()
+           << "count " << actual.count() << " != expected " << expected.size();
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (actual.get(i) != expected[i]) {
+      return ::testing::AssertionFailure()
+             << "element " << i << " is " << actual.get(i) << ", expected " << expected[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+inline bool is_unsigned(DataType dtype) {
+  return dtype == DataType::kUInt8 || dtype == DataType::kUInt16;
+}
+
+// Allreduce inputs: tiny values, so that sums and products over 4 ranks
+// neither overflow int8 nor round in bfloat16, in any reduction order.
+inline double reduce_input(DataType dtype, int rank, std::size_t i) {
+  if (dtype == DataType::kBool) return i % 5 != 0 && (rank + i) % 7 != 0;
+  if (is_unsigned(dtype)) return static_cast<double>((rank + i) % 4);
+  const double k = static_cast<double>((rank * 3 + i) % 7) - 3;  // -3 .. 3
+  return is_floating(dtype) ? k * 0.5 : k;
+}
+
+// The scalar reference of reducing reduce_input over all ranks.
+inline double reduce_reference(DataType dtype, ReduceOp op, int size, std::size_t i) {
+  double acc = reduce_input(dtype, 0, i);
+  for (int r = 1; r < size; ++r) {
+    const double v = reduce_input(dtype, r, i);
+    if (dtype == DataType::kBool) {
+      const bool any = op == ReduceOp::kSum || op == ReduceOp::kMax;
+      acc = any ? (acc != 0 || v != 0) : (acc != 0 && v != 0);
+      continue;
+    }
+    switch (op) {
+      case ReduceOp::kSum: acc += v; break;
+      case ReduceOp::kMin: acc = std::min(acc, v); break;
+      case ReduceOp::kMax: acc = std::max(acc, v); break;
+      case ReduceOp::kProduct: acc *= v; break;
+      case ReduceOp::kAverage: ADD_FAILURE() << "no reference for Average"; break;
+    }
+  }
+  return acc;
+}
+
+// Broadcast and allgatherv values: distinct per seed within each dtype's
+// exact range (bfloat16 holds k/4 exactly for |k| <= 100).
+inline double pattern_value(DataType dtype, std::size_t seed) {
+  if (dtype == DataType::kBool) return static_cast<double>(seed % 2);
+  const double k = static_cast<double>(seed % 200);
+  if (is_unsigned(dtype)) return k;
+  return is_floating(dtype) ? (k - 100) * 0.25 : k - 100;
+}
+
+// ---- Topology and transport registry
+
+// The tests run on one host: everybody is local, there is one "node".
+inline void check_single_host(const Topology& t) {
+  EXPECT_EQ(t.local_size * t.cross_size, t.size);
+  EXPECT_EQ(t.local_size, t.size);
+  EXPECT_EQ(t.local_rank, t.rank);
+  EXPECT_EQ(t.cross_size, 1);
+  EXPECT_EQ(t.cross_rank, 0);
+}
+
+// create_transport(name) works and its controller talks to all ranks.
+inline void check_registry_has(const std::string& name, const Topology& topology) {
+  const std::vector<std::string> names = available_transports();
+  EXPECT_NE(std::find(names.begin(), names.end(), name), names.end());
+  Transport transport = create_transport(name);
+  ASSERT_NE(transport.controller, nullptr);
+  ASSERT_NE(transport.backend, nullptr);
+  EXPECT_EQ(transport.backend->name(), name);
+  EXPECT_EQ(transport.controller->topology().size, topology.size);
+  EXPECT_EQ(transport.controller->broadcast_from_root(std::to_string(topology.rank)), "0");
+}
+
+// An unknown name is rejected with a message naming it and `available`.
+inline void check_unknown_transport_lists(const std::string& available) {
+  try {
+    create_transport("carrier-pigeon");
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("carrier-pigeon"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(available), std::string::npos) << e.what();
+  }
+}
+
+// ---- Controller
+
+// Binary-safe, rank-dependent, empty on odd ranks in odd rounds.
+inline std::string controller_message(int rank, int round) {
+  if (round % 2 == 1 && rank % 2 == 1) return "";
+  std::string message(static_cast<std::size_t>(rank * 5 + round), '\0');
+  for (std::size_t i = 0; i < message.size(); ++i) {
+    message[i] = static_cast<char>((rank * 31 + round * 7 + i) % 256);
+  }
+  return message;
+}
+
+inline void check_gather_to_root(Controller& controller) {
+  const Topology& topology = controller.topology();
+  for (int round = 0; round < 4; ++round) {
+    const std::vector<std::string> gathered =
+        controller.gather_to_root(controller_message(topology.rank, round));
+    if (topology.rank != 0) {
+      EXPECT_TRUE(gathered.empty());
+      continue;
+    }
+    ASSERT_EQ(gathered.size(), static_cast<std::size_t>(topology.size));
+    for (int r = 0; r < topology.size; ++r) {
+      EXPECT_EQ(gathered[r], controller_message(r, round)) << "rank " << r << " round " << round;
+    }
+  }
+}
+
+inline void check_gather_all_empty(Controller& controller) {
+  const Topology& topology = controller.topology();
+  const std::vector<std::string> gathered = controller.gather_to_root("");
+  if (topology.rank == 0) {
+    EXPECT_EQ(gathered, std::vector<std::string>(topology.size));
+  } else {
+    EXPECT_TRUE(gathered.empty());
+  }
+}
+
+inline void check_broadcast_from_root(Controller& controller) {
+  const Topology& topology = controller.topology();
+  const std::string big(100000, '\x7f');
+  for (const std::string& root_message : {std::string(), std::string("a\0b", 3), big}) {
+    // Non-roots pass something else; only rank 0's message counts.
+    const std::string mine =
+        topology.rank == 0 ? root_message : controller_message(topology.rank, 0);
+    EXPECT_EQ(controller.broadcast_from_root(mine), root_message);
+  }
+}
+
+// ---- Backend. `topology` is that of the ranks `backend` spans.
+
+inline void check_name_and_capabilities(Backend& backend, const std::string& name) {
+  EXPECT_EQ(backend.name(), name);
+  EXPECT_FALSE(backend.capabilities().half_reduction_in_float32);
+}
+
+inline void check_allreduce_matches_reference(Backend& backend, const Topology& topology,
+                                              DataType dtype, ReduceOp op,
+                                              const std::vector<std::size_t>& counts) {
+  for (std::size_t count : counts) {
+    Buffer buffer(dtype, count);
+    std::vector<double> expected(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      buffer.set(i, reduce_input(dtype, topology.rank, i));
+      expected[i] = reduce_reference(dtype, op, topology.size, i);
+    }
+    backend.allreduce(buffer.data(), count, dtype, op);
+    EXPECT_TRUE(equals(buffer, expected)) << "count " << count;
+  }
+}
+
+inline void check_allreduce_zero_elements(Backend& backend, const Topology& topology,
+                                          DataType dtype, ReduceOp op) {
+  backend.allreduce(nullptr, 0, dtype, op);
+  // The ranks are still in step: a real collective right after works.
+  Buffer one(dtype, 1);
+  one.set(0, reduce_input(dtype, topology.rank, 0));
+  backend.allreduce(one.data(), 1, dtype, op);
+  EXPECT_TRUE(equals(one, {reduce_reference(dtype, op, topology.size, 0)}));
+}
+
+inline void check_average_rejected(Backend& backend, DataType dtype) {
+  Buffer buffer(dtype, 3);
+  EXPECT_THROW(backend.allreduce(buffer.data(), 3, dtype, ReduceOp::kAverage), InvalidArgument);
+  EXPECT_THROW(backend.allreduce(nullptr, 0, dtype, ReduceOp::kAverage), InvalidArgument);
+}
+
+inline void check_broadcast_from_every_root(Backend& backend, const Topology& topology,
+                                            DataType dtype,
+                                            const std::vector<std::size_t>& counts) {
+  for (int root = 0; root < topology.size; ++root) {
+    for (std::size_t count : counts) {
+      Buffer buffer(dtype, count);
+      std::vector<double> expected(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        buffer.set(i, pattern_value(dtype, topology.rank * 31 + i * 7 + 1));
+        expected[i] = pattern_value(dtype, root * 31 + i * 7 + 1);
+      }
+      backend.broadcast(buffer.data(), count, dtype, root);
+      EXPECT_TRUE(equals(buffer, expected)) << "root " << root << " count " << count;
+    }
+  }
+}
+
+// Per-rank counts for allgatherv, several of them zero.
+inline std::vector<std::vector<std::size_t>> allgatherv_count_sets(int size) {
+  std::vector<std::vector<std::size_t>> sets(5, std::vector<std::size_t>(size, 0));
+  for (int r = 0; r < size; ++r) {
+    sets[0][r] = r % 2 == 1 ? 0 : 3 + 5 * r;  // mixed, odd ranks empty
+    sets[1][r] = static_cast<std::size_t>(r + 1);
+    sets[2][r] = 2;  // total within MPI's small split limit for up to 3 ranks
+  }
+  sets[3][size - 1] = 20;  // only the last rank contributes
+  // sets[4]: nobody contributes
+  return sets;
+}
+
+inline void check_allgatherv(Backend& backend, const Topology& topology, DataType dtype,
+                             const std::vector<std::size_t>& counts, bool in_place) {
+  const int rank = topology.rank;
+  std::size_t total = 0, my_offset = 0;
+  std::vector<double> expected;
+  for (int r = 0; r < topology.size; ++r) {
+    if (r == rank) my_offset = total;
+    for (std::size_t j = 0; j < counts[r]; ++j)
+      expected.push_back(pattern_value(dtype, r * 17 + j));
+    total += counts[r];
+  }
+  Buffer input(dtype, counts[rank]);
+  Buffer output(dtype, total);
+  for (std::size_t j = 0; j < counts[rank]; ++j) {
+    input.set(j, pattern_value(dtype, rank * 17 + j));
+    if (in_place) output.set(my_offset + j, pattern_value(dtype, rank * 17 + j));
+  }
+  const void* source = input.data();
+  if (in_place && total > 0) {
+    source = static_cast<char*>(output.data()) + my_offset * dtype_size(dtype);
+  }
+  backend.allgatherv(source, output.data(), counts, dtype);
+  EXPECT_TRUE(equals(output, expected)) << (in_place ? "in place" : "separate input");
+}
+
+// Every count set, each with a separate input and in place.
+inline void check_allgatherv_uneven_counts(
+    Backend& backend, const Topology& topology, DataType dtype,
+    const std::vector<std::vector<std::size_t>>& count_sets) {
+  for (const std::vector<std::size_t>& counts : count_sets) {
+    check_allgatherv(backend, topology, dtype, counts, /*in_place=*/false);
+    check_allgatherv(backend, topology, dtype, counts, /*in_place=*/true);
+  }
+}
+
+inline void check_invalid_arguments_rejected(Backend& backend, const Topology& topology,
+                                             DataType dtype) {
+  Buffer buffer(dtype, 1);
+  EXPECT_THROW(backend.broadcast(buffer.data(), 1, dtype, topology.size), InvalidArgument);
+  EXPECT_THROW(backend.broadcast(buffer.data(), 1, dtype, -1), InvalidArgument);
+  const std::vector<std::size_t> wrong_counts(topology.size + 1, 1);
+  EXPECT_THROW(backend.allgatherv(buffer.data(), buffer.data(), wrong_counts, dtype),
+               InvalidArgument);
+}
+
+// ---- Output of a multi-rank job
+
+// Ranks other than 0 print only their failures, tagged with the rank.
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
+                 result.file_name() ? result.file_name() : "?", result.line_number(),
+                 result.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+// On ranks other than 0, replaces gtest's printer with a RankFailurePrinter.
+inline void print_only_failures_unless_rank0(int rank) {
+  if (rank == 0) return;
+  ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
+  delete listeners.Release(listeners.default_result_printer());
+  listeners.Append(new RankFailurePrinter(rank));
+}
+
+}  // namespace conformance
+}  // namespace hvd

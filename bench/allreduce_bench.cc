@@ -1,14 +1,20 @@
-// allreduce_bench: horovodcpp's allreduce next to a raw MPI_Allreduce.
+// allreduce_bench: horovodcpp's allreduce, optionally next to a raw MPI_Allreduce.
 //
-//   mpirun -np 2 build/bench/allreduce_bench [--max-bytes 64M] [--dtype float32]
-//          [--op sum] [--warmup 5] [--iters 20] [--check]
+//   hvdrun -np 2 --gloo build/bench/allreduce_bench     # horovodcpp only (Gloo)
+//   hvdrun -np 2 --mpi  build/bench/allreduce_bench     # horovodcpp + raw MPI column
+//   mpirun -np 2 build/bench/allreduce_bench --mpi-baseline only   # raw MPI only
+//          [--max-bytes 64M] [--dtype float32] [--op sum] [--warmup 5] [--iters 20]
+//          [--check]
 //
 // For every message size it times (a) hvd::allreduce, blocking and in place,
 // through the whole coordinator path (queue, negotiation cycle, backend,
-// completion) and (b) MPI_Allreduce(MPI_IN_PLACE) on MPI_COMM_WORLD over a
-// buffer of the same size. Every iteration starts after an MPI_Barrier; the
-// reported time is the largest, over ranks, of each rank's average. Output
-// follows nccl-tests: algbw = bytes / time, busbw = algbw * 2(n-1)/n.
+// completion), using only horovodcpp's public API (hvd::barrier before each
+// iteration, hvd::allreduce(Max) of the per-rank averages), so it runs under
+// any backend; and (b), only when launched by mpirun (or with
+// --mpi-baseline), MPI_Allreduce(MPI_IN_PLACE) on MPI_COMM_WORLD over a
+// buffer of the same size, each iteration after an MPI_Barrier. The reported
+// time is the largest, over ranks, of each rank's average. Output follows
+// nccl-tests: algbw = bytes / time, busbw = algbw * 2(n-1)/n.
 // See bench/README.md.
 
 // Only MPI's C API is used: keep Open MPI's deprecated C++ bindings (which
@@ -36,6 +42,8 @@
 
 #include "horovodcpp/horovodcpp.h"
 
+#include "parse_bytes.h"
+
 namespace {
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
@@ -55,10 +63,39 @@ struct Options {
   int iters = 20;
   bool auto_iters = true;
   bool check = false;
-  // false: time raw MPI before hvd::init() (no coordinator thread running);
-  // true: after it, size by size next to horovodcpp, with the thread running.
-  bool mpi_alongside = false;
+  // The raw MPI column. kAuto: kIsolated when launched by mpirun (and not
+  // in horovodcpp's Gloo mode), else kOff. kIsolated: time raw MPI before
+  // hvd::init() (no coordinator thread running); kAlongside: after it, size by
+  // size next to horovodcpp, with the thread running; kOnly: raw MPI alone,
+  // horovodcpp is never initialised (its columns show "-").
+  enum class MpiBaseline { kAuto, kOff, kIsolated, kAlongside, kOnly };
+  MpiBaseline mpi_baseline = MpiBaseline::kAuto;
 };
+
+// Set once MPI_Init_thread has been called by this program.
+bool g_mpi_started = false;
+
+// True when mpirun/mpiexec (Open MPI, MPICH/Hydra, PMIx) started this process.
+bool launched_by_mpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"}) {
+    if (std::getenv(name)) return true;
+  }
+  return false;
+}
+
+bool gloo_mode() {
+  const char* ops = std::getenv("HOROVODCPP_CPU_OPERATIONS");
+  if (!ops) ops = std::getenv("HOROVOD_CPU_OPERATIONS");
+  return ops && std::string(ops) == "gloo";
+}
+
+// The rank before any runtime is up: from the launcher's environment.
+int env_rank() {
+  for (const char* name : {"HOROVODCPP_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  }
+  return 0;
+}
 
 [[noreturn]] void usage_error(int rank, const std::string& message, int exit_code = 2) {
   if (rank == 0) {
@@ -69,32 +106,17 @@ struct Options {
         "                       [--sizes N,N,...] [--dtype float32|float16|bfloat16|"
         "float64|int32]\n"
         "                       [--op sum|average|min|max] [--warmup N] [--iters N]\n"
-        "                       [--auto-iters on|off] [--mpi-baseline isolated|alongside]\n"
+        "                       [--auto-iters on|off]\n"
+        "                       [--mpi-baseline auto|off|isolated|alongside|only]\n"
         "                       [--check]\n"
-        "sizes take a K, M or G suffix (powers of 1024): --max-bytes 64M\n",
+        "sizes take a K, M or G suffix (powers of 1024): --max-bytes 64M\n"
+        "the raw MPI column (auto) is on only when launched by mpirun outside Gloo mode\n",
         message.c_str());
   }
-  MPI_Finalize();
+  if (g_mpi_started) MPI_Finalize();
   std::exit(exit_code);
 }
 
-// "4", "64K", "64M", "1GiB" -> bytes (binary multiples).
-bool parse_bytes(const std::string& text, std::size_t* out) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str()) return false;
-  std::string suffix(end);
-  for (char& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  std::size_t scale = 1;
-  if (!suffix.empty() && (suffix[0] == 'K' || suffix[0] == 'M' || suffix[0] == 'G')) {
-    scale = suffix[0] == 'K' ? 1024 : suffix[0] == 'M' ? kMiB : 1024 * kMiB;
-    suffix.erase(0, 1);
-    if (suffix == "I" || suffix == "IB") suffix.clear();
-  }
-  if (!suffix.empty() && suffix != "B") return false;
-  *out = static_cast<std::size_t>(value) * scale;
-  return true;
-}
 
 bool parse_int(const std::string& text, int* out) {
   char* end = nullptr;
@@ -182,11 +204,20 @@ Options parse_options(int argc, char** argv, int rank) {
       if (value != "on" && value != "off") usage_error(rank, bad);
       options.auto_iters = value == "on";
     } else if (arg == "--mpi-baseline") {
-      if (value != "isolated" && value != "alongside") usage_error(rank, bad);
-      options.mpi_alongside = value == "alongside";
+      using B = Options::MpiBaseline;
+      if (value == "auto") options.mpi_baseline = B::kAuto;
+      else if (value == "off") options.mpi_baseline = B::kOff;
+      else if (value == "isolated") options.mpi_baseline = B::kIsolated;
+      else if (value == "alongside") options.mpi_baseline = B::kAlongside;
+      else if (value == "only") options.mpi_baseline = B::kOnly;
+      else usage_error(rank, bad);
     } else {
       usage_error(rank, "unknown option " + arg);
     }
+  }
+  if (options.mpi_baseline == Options::MpiBaseline::kAuto) {
+    options.mpi_baseline = launched_by_mpirun() && !gloo_mode() ? Options::MpiBaseline::kIsolated
+                                                                : Options::MpiBaseline::kOff;
   }
   if (options.sizes.empty()) {
     if (options.min_bytes > options.max_bytes) usage_error(rank, "--min-bytes > --max-bytes");
@@ -325,27 +356,53 @@ void mpi_allreduce(void* data, std::size_t count, hvd::DataType dtype, hvd::Redu
 
 // ---- timing ---------------------------------------------------------------------
 
+// Synchronisation and the cross-rank reductions of the timing itself, either
+// through raw MPI (the MPI column, and whenever horovodcpp is not running)
+// or through horovodcpp's public API only (the horovodcpp column: works
+// under hvdrun --gloo, where there is no MPI at all).
+enum class Sync { kMpi, kHvd };
+
+void barrier(Sync sync) {
+  if (sync == Sync::kMpi) {
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else {
+    hvd::barrier();
+  }
+}
+
+double max_over_ranks(Sync sync, double value) {
+  double out = value;
+  if (sync == Sync::kMpi) {
+    MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  } else {
+    hvd::allreduce(hvd::view(&out, {1}), "bench.time.max", hvd::ReduceOp::kMax);
+  }
+  return out;
+}
+
+long long sum_over_ranks(Sync sync, long long value) {
+  std::int64_t out = value;
+  if (sync == Sync::kMpi) {
+    MPI_Allreduce(&value, &out, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  } else {
+    hvd::allreduce(hvd::view(&out, {1}), "bench.wrong.sum", hvd::ReduceOp::kSum);
+  }
+  return out;
+}
+
 // Max over ranks of this rank's average seconds per iteration of `body`,
-// every iteration starting after an MPI_Barrier.
+// every iteration starting after a barrier.
 template <typename Body>
-double time_per_iteration(int warmup, int iters, Body&& body) {
+double time_per_iteration(Sync sync, int warmup, int iters, Body&& body) {
   double total = 0;
   for (int it = 0; it < warmup + iters; ++it) {
-    MPI_Barrier(MPI_COMM_WORLD);
+    barrier(sync);
     const auto start = std::chrono::steady_clock::now();
     body();
     const auto stop = std::chrono::steady_clock::now();
     if (it >= warmup) total += std::chrono::duration<double>(stop - start).count();
   }
-  double mine = total / iters, slowest = 0;
-  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return slowest;
-}
-
-long long sum_over_ranks(long long value) {
-  long long total = 0;
-  MPI_Allreduce(&value, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-  return total;
+  return max_over_ranks(sync, total / iters);
 }
 
 std::string env_or(const char* name, const char* fallback) {
@@ -353,16 +410,22 @@ std::string env_or(const char* name, const char* fallback) {
   return value ? std::string(value) : std::string(fallback);
 }
 
-void print_header(const Options& options, int argc, char** argv, int n, int mpi_thread_level) {
+void print_header(const Options& options, int argc, char** argv, int n, bool with_hvd,
+                  int mpi_thread_level) {
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
   char host[256] = "?";
   gethostname(host, sizeof(host) - 1);
-  char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-  int length = 0;
-  MPI_Get_library_version(mpi_version, &length);
-  std::string mpi_line(mpi_version, static_cast<std::size_t>(length));
-  mpi_line = mpi_line.substr(0, mpi_line.find_first_of(",\n"));
+  std::string mpi_line = "not used by this program";
+  if (g_mpi_started) {
+    char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int length = 0;
+    MPI_Get_library_version(mpi_version, &length);
+    mpi_line.assign(mpi_version, static_cast<std::size_t>(length));
+    mpi_line = mpi_line.substr(0, mpi_line.find_first_of(",\n"));
+    mpi_line += mpi_thread_level == MPI_THREAD_MULTIPLE ? ", thread level MPI_THREAD_MULTIPLE"
+                                                        : ", thread level below MULTIPLE";
+  }
 
   std::string cycle = env_or("HOROVODCPP_CYCLE_TIME", "");
   if (!cycle.empty()) {
@@ -375,8 +438,13 @@ void print_header(const Options& options, int argc, char** argv, int n, int mpi_
 
   std::printf("# horovodcpp %s allreduce benchmark\n", hvd::version());
   std::printf("# command: %s\n", command.c_str());
-  std::printf("# ranks: %d (local_size %d, hosts %d), rank 0 on %s, %u hardware threads there\n", n,
-              hvd::local_size(), hvd::cross_size(), host, std::thread::hardware_concurrency());
+  if (with_hvd) {
+    std::printf("# ranks: %d (local_size %d, hosts %d), rank 0 on %s, %u hardware threads there\n",
+                n, hvd::local_size(), hvd::cross_size(), host, std::thread::hardware_concurrency());
+  } else {
+    std::printf("# ranks: %d, rank 0 on %s, %u hardware threads there\n", n, host,
+                std::thread::hardware_concurrency());
+  }
   // The machine may be shared: the load says how quiet it was.
   if (std::FILE* file = std::fopen("/proc/loadavg", "r")) {
     char load[128] = "";
@@ -386,8 +454,7 @@ void print_header(const Options& options, int argc, char** argv, int n, int mpi_
     }
     std::fclose(file);
   }
-  std::printf("# MPI: %s, thread level %s\n", mpi_line.c_str(),
-              mpi_thread_level == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE" : "below MULTIPLE");
+  std::printf("# MPI (raw column): %s\n", mpi_line.c_str());
   std::printf("# HOROVODCPP_CYCLE_TIME: %s\n", cycle.c_str());
   std::printf("# HOROVODCPP_CPU_OPERATIONS: %s\n",
               env_or("HOROVODCPP_CPU_OPERATIONS", "unset (default transport)").c_str());
@@ -398,11 +465,17 @@ void print_header(const Options& options, int argc, char** argv, int n, int mpi_
                   ? " (iters * size capped near 256 MiB, at least 5; warmup <= 2 there)"
                   : "",
               options.check ? "on" : "off");
+  using B = Options::MpiBaseline;
   std::printf("# MPI baseline: %s\n",
-              options.mpi_alongside
+              options.mpi_baseline == B::kAlongside
                   ? "alongside (after hvd::init(), size by size, coordinator thread running)"
-                  : "isolated (all sizes before hvd::init(): no coordinator thread running)");
-  std::printf("# time: max over ranks of the per-rank average; each iteration after MPI_Barrier\n");
+              : options.mpi_baseline == B::kIsolated
+                  ? "isolated (all sizes before hvd::init(): no coordinator thread running)"
+              : options.mpi_baseline == B::kOnly ? "only (horovodcpp not initialised)"
+                                                 : "off (not launched by mpirun, or Gloo mode)");
+  std::printf(
+      "# time: max over ranks of the per-rank average; each iteration after a barrier\n"
+      "#   (horovodcpp: hvd::barrier(), max via hvd::allreduce; MPI: MPI_Barrier, MPI_Allreduce)\n");
   std::printf(
       "# algbw = size / time; busbw = algbw * 2(n-1)/n; ratio = horovodcpp busbw / MPI "
       "busbw\n");
@@ -466,10 +539,11 @@ Result measure_mpi(const Options& options, const Step& step, void* buffer, int r
     fill(options.dtype, buffer, step.count, rank);
     mpi_allreduce(buffer, step.count, options.dtype, options.op, n);
     result.wrong = sum_over_ranks(
+        Sync::kMpi,
         verify(options.dtype, options.op, buffer, step.count, rank, n, "MPI_Allreduce"));
   }
   fill(options.dtype, buffer, step.count, rank);
-  result.seconds = time_per_iteration(step.warmup, step.iters, [&] {
+  result.seconds = time_per_iteration(Sync::kMpi, step.warmup, step.iters, [&] {
     mpi_allreduce(buffer, step.count, options.dtype, options.op, n);
   });
   return result;
@@ -483,11 +557,11 @@ Result measure_hvd(const Options& options, const Step& step, void* buffer, int r
     fill(options.dtype, buffer, step.count, rank);
     hvd::allreduce(view, name, options.op);
     result.wrong = sum_over_ranks(
-        verify(options.dtype, options.op, buffer, step.count, rank, n, "horovodcpp"));
+        Sync::kHvd, verify(options.dtype, options.op, buffer, step.count, rank, n, "horovodcpp"));
   }
   fill(options.dtype, buffer, step.count, rank);
-  result.seconds =
-      time_per_iteration(step.warmup, step.iters, [&] { hvd::allreduce(view, name, options.op); });
+  result.seconds = time_per_iteration(Sync::kHvd, step.warmup, step.iters,
+                                      [&] { hvd::allreduce(view, name, options.op); });
   return result;
 }
 
@@ -495,20 +569,28 @@ std::string wrong_str(const Result& result) {
   return result.wrong < 0 ? std::string("N/A") : std::to_string(result.wrong);
 }
 
-void print_row(const Options& options, const Step& step, const Result& hvd_result,
+void print_row(const Options& options, const Step& step, const Result* hvd_result,
                const Result* mpi_result, int n) {
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
-  const double hvd_algbw = step.bytes / hvd_result.seconds / 1e9;
-  std::printf("  %10zu %11zu %8s %7s %5d  %9.2f %7.3f %7.3f %6s", step.bytes, step.count,
-              hvd::dtype_name(options.dtype), hvd::reduce_op_name(options.op), step.iters,
-              hvd_result.seconds * 1e6, hvd_algbw, hvd_algbw * bus_factor,
-              wrong_str(hvd_result).c_str());
-  if (mpi_result) {
+  std::printf("  %10zu %11zu %8s %7s %5d", step.bytes, step.count,
+              hvd::dtype_name(options.dtype), hvd::reduce_op_name(options.op), step.iters);
+  if (hvd_result) {
+    const double hvd_algbw = step.bytes / hvd_result->seconds / 1e9;
+    std::printf("  %9.2f %7.3f %7.3f %6s", hvd_result->seconds * 1e6, hvd_algbw,
+                hvd_algbw * bus_factor, wrong_str(*hvd_result).c_str());
+  } else {
+    std::printf("  %9s %7s %7s %6s", "-", "-", "-", "-");
+  }
+  if (mpi_result && hvd_result) {
     const double mpi_algbw = step.bytes / mpi_result->seconds / 1e9;
     // The busbw ratio is the time ratio (and stays defined for n == 1).
     std::printf("  %9.2f %7.3f %7.3f %6s  %7.4f\n", mpi_result->seconds * 1e6, mpi_algbw,
                 mpi_algbw * bus_factor, wrong_str(*mpi_result).c_str(),
-                mpi_result->seconds / hvd_result.seconds);
+                mpi_result->seconds / hvd_result->seconds);
+  } else if (mpi_result) {
+    const double mpi_algbw = step.bytes / mpi_result->seconds / 1e9;
+    std::printf("  %9.2f %7.3f %7.3f %6s  %7s\n", mpi_result->seconds * 1e6, mpi_algbw,
+                mpi_algbw * bus_factor, wrong_str(*mpi_result).c_str(), "-");
   } else {
     std::printf("  %9s %7s %7s %6s  %7s\n", "-", "-", "-", "-", "-");
   }
@@ -518,13 +600,28 @@ void print_row(const Options& options, const Step& step, const Result& hvd_resul
 }  // namespace
 
 int main(int argc, char** argv) {
+  using B = Options::MpiBaseline;
+  const Options options = parse_options(argc, argv, env_rank());  // exits on a bad option
+  const bool with_hvd = options.mpi_baseline != B::kOnly;
+  // Raw MPI only when asked for (or launched by mpirun): under hvdrun --gloo
+  // there is no mpirun, and the program must not touch MPI at all.
+  const bool with_mpi =
+      options.mpi_baseline != B::kOff && has_mpi_datatype(options.dtype);
   int provided = MPI_THREAD_SINGLE;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, n = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  const Options options = parse_options(argc, argv, rank);  // exits on a bad option
-  const bool with_mpi = has_mpi_datatype(options.dtype);
+  if (options.mpi_baseline != B::kOff) {
+    // Before hvd::init(), which then finds MPI started and uses it.
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    g_mpi_started = true;
+  }
+  int rank = env_rank(), n = 1;
+  if (g_mpi_started) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+  }
+  if (options.mpi_baseline == B::kOnly && !with_mpi) {
+    usage_error(rank, std::string("--mpi-baseline only: ") + hvd::dtype_name(options.dtype) +
+                          " has no MPI datatype");
+  }
   const std::vector<Step> steps = plan(options, rank);
 
   std::size_t largest = 0;
@@ -535,7 +632,7 @@ int main(int argc, char** argv) {
   // Isolated baseline: raw MPI before hvd::init(), with no horovodcpp
   // coordinator thread in the process.
   std::vector<Result> mpi_results(steps.size());
-  if (with_mpi && !options.mpi_alongside) {
+  if (with_mpi && options.mpi_baseline != B::kAlongside) {
     for (std::size_t i = 0; i < steps.size(); ++i) {
       mpi_results[i] = measure_mpi(options, steps[i], buffer, rank, n);
     }
@@ -543,41 +640,54 @@ int main(int argc, char** argv) {
 
   long long wrong_total = 0;
   try {
-    hvd::init();
-    if (rank == 0) print_header(options, argc, argv, n, provided);
+    if (with_hvd) {
+      hvd::init();
+      rank = hvd::rank();
+      n = hvd::size();
+    }
+    if (rank == 0) print_header(options, argc, argv, n, with_hvd, provided);
     double hvd_busbw_sum = 0, mpi_busbw_sum = 0;
     const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
     for (std::size_t i = 0; i < steps.size(); ++i) {
-      const Result hvd_result = measure_hvd(options, steps[i], buffer, rank, n);
-      if (with_mpi && options.mpi_alongside) {
+      Result hvd_result;
+      if (with_hvd) hvd_result = measure_hvd(options, steps[i], buffer, rank, n);
+      if (with_mpi && options.mpi_baseline == B::kAlongside) {
         mpi_results[i] = measure_mpi(options, steps[i], buffer, rank, n);
       }
-      wrong_total += std::max(0LL, hvd_result.wrong) + std::max(0LL, mpi_results[i].wrong);
-      hvd_busbw_sum += steps[i].bytes / hvd_result.seconds / 1e9 * bus_factor;
+      wrong_total += std::max(0LL, hvd_result.wrong);
+      if (with_mpi) wrong_total += std::max(0LL, mpi_results[i].wrong);
+      if (with_hvd) hvd_busbw_sum += steps[i].bytes / hvd_result.seconds / 1e9 * bus_factor;
       if (with_mpi) mpi_busbw_sum += steps[i].bytes / mpi_results[i].seconds / 1e9 * bus_factor;
-      if (rank == 0)
-        print_row(options, steps[i], hvd_result, with_mpi ? &mpi_results[i] : nullptr, n);
+      if (rank == 0) {
+        print_row(options, steps[i], with_hvd ? &hvd_result : nullptr,
+                  with_mpi ? &mpi_results[i] : nullptr, n);
+      }
     }
     if (rank == 0) {
       if (options.check) {
         std::printf("# Out of bounds values : %lld %s\n", wrong_total,
                     wrong_total ? "FAILED" : "OK");
       }
-      std::printf("# Avg bus bandwidth    : horovodcpp %.3f GB/s",
-                  hvd_busbw_sum / static_cast<double>(steps.size()));
+      std::printf("# Avg bus bandwidth    :");
+      if (with_hvd) {
+        std::printf(" horovodcpp %.3f GB/s", hvd_busbw_sum / static_cast<double>(steps.size()));
+      }
       if (with_mpi) {
-        std::printf(", MPI %.3f GB/s", mpi_busbw_sum / static_cast<double>(steps.size()));
+        std::printf("%s MPI %.3f GB/s", with_hvd ? "," : "",
+                    mpi_busbw_sum / static_cast<double>(steps.size()));
       }
       std::printf("\n");
       std::fflush(stdout);
     }
-    hvd::shutdown();
+    if (with_hvd) hvd::shutdown();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: allreduce_bench failed: %s\n", rank, e.what());
     std::fflush(stderr);
-    // Another rank may be blocked in a collective: do not wait for it.
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    // Another rank may be blocked in a collective: do not wait for it (the
+    // launcher, mpirun or hvdrun, stops the others when this one exits).
+    if (g_mpi_started) MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
   }
-  MPI_Finalize();
+  if (g_mpi_started) MPI_Finalize();
   return wrong_total ? 1 : 0;
 }

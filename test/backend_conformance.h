@@ -328,6 +328,105 @@ inline void check_invalid_arguments_rejected(Backend& backend, const Topology& t
                InvalidArgument);
 }
 
+// ---- Backend: alltoallv and reducescatter
+
+// Per-(sender, receiver) element counts for alltoallv, several zero; every
+// rank computes the same matrix.
+inline std::size_t alltoallv_count(int set, int from, int to) {
+  switch (set) {
+    case 0: return static_cast<std::size_t>((from + 2 * to) % 3);  // mixed, some zero
+    case 1: return static_cast<std::size_t>(from * 4 + to + 1);    // all different
+    case 2: return to == 0 ? 9 : 0;                                 // only to rank 0
+    case 3: return 40000 + 100 * from + to;  // Gloo: several segments; MPI: split
+    default: return 0;                       // nothing at all
+  }
+}
+constexpr int kNumAlltoallvCountSets = 5;
+
+// Element j of what `from` sends to `to`.
+inline double alltoallv_value(DataType dtype, int from, int to, std::size_t j) {
+  return pattern_value(dtype, from * 37 + to * 11 + j);
+}
+
+inline void check_alltoallv(Backend& backend, const Topology& topology, DataType dtype,
+                            int set) {
+  const int rank = topology.rank, size = topology.size;
+  std::vector<std::size_t> send_counts(size), recv_counts(size);
+  std::size_t send_total = 0, recv_total = 0;
+  for (int r = 0; r < size; ++r) {
+    send_counts[r] = alltoallv_count(set, rank, r);
+    recv_counts[r] = alltoallv_count(set, r, rank);
+    send_total += send_counts[r];
+    recv_total += recv_counts[r];
+  }
+  Buffer input(dtype, send_total), output(dtype, recv_total);
+  std::vector<double> expected;
+  std::size_t k = 0;
+  for (int r = 0; r < size; ++r) {
+    for (std::size_t j = 0; j < send_counts[r]; ++j) input.set(k++, alltoallv_value(dtype, rank, r, j));
+    for (std::size_t j = 0; j < recv_counts[r]; ++j) expected.push_back(alltoallv_value(dtype, r, rank, j));
+  }
+  backend.alltoallv(input.data(), send_counts, output.data(), recv_counts, dtype);
+  EXPECT_TRUE(equals(output, expected)) << "count set " << set;
+}
+
+inline void check_alltoallv_count_sets(Backend& backend, const Topology& topology,
+                                       DataType dtype) {
+  for (int set = 0; set < kNumAlltoallvCountSets; ++set) {
+    check_alltoallv(backend, topology, dtype, set);
+  }
+}
+
+// Reducescatter of sum(counts) elements (reduce_input values): each rank
+// gets its share of the reduce_reference.
+inline void check_reducescatter(Backend& backend, const Topology& topology, DataType dtype,
+                                ReduceOp op, const std::vector<std::size_t>& counts) {
+  std::size_t total = 0, my_offset = 0;
+  for (int r = 0; r < topology.size; ++r) {
+    if (r == topology.rank) my_offset = total;
+    total += counts[r];
+  }
+  Buffer buffer(dtype, total);
+  for (std::size_t i = 0; i < total; ++i) buffer.set(i, reduce_input(dtype, topology.rank, i));
+  Buffer output(dtype, counts[topology.rank]);
+  std::vector<double> expected(counts[topology.rank]);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    expected[i] = reduce_reference(dtype, op, topology.size, my_offset + i);
+  }
+  backend.reducescatter(buffer.data(), output.data(), counts, dtype, op);
+  EXPECT_TRUE(equals(output, expected)) << "total " << total;
+}
+
+// Equal, uneven (some ranks get nothing) and empty shares, plus `large`
+// elements per rank.
+inline void check_reducescatter_shares(Backend& backend, const Topology& topology, DataType dtype,
+                                       ReduceOp op, std::size_t large) {
+  const int size = topology.size;
+  const std::vector<std::vector<std::size_t>> count_sets = {
+      std::vector<std::size_t>(size, 5), allgatherv_count_sets(size)[0],
+      allgatherv_count_sets(size)[3], std::vector<std::size_t>(size, 0),
+      std::vector<std::size_t>(size, large)};
+  for (const auto& counts : count_sets) check_reducescatter(backend, topology, dtype, op, counts);
+}
+
+inline void check_alltoall_reducescatter_arguments_rejected(Backend& backend,
+                                                            const Topology& topology,
+                                                            DataType dtype) {
+  Buffer buffer(dtype, 1);
+  const std::vector<std::size_t> wrong_counts(topology.size + 1, 0);
+  const std::vector<std::size_t> zeros(topology.size, 0);
+  EXPECT_THROW(backend.alltoallv(buffer.data(), wrong_counts, buffer.data(), zeros, dtype),
+               InvalidArgument);
+  EXPECT_THROW(backend.alltoallv(buffer.data(), zeros, buffer.data(), wrong_counts, dtype),
+               InvalidArgument);
+  EXPECT_THROW(backend.reducescatter(buffer.data(), buffer.data(), wrong_counts, dtype,
+                                     ReduceOp::kSum),
+               InvalidArgument);
+  EXPECT_THROW(
+      backend.reducescatter(buffer.data(), buffer.data(), zeros, dtype, ReduceOp::kAverage),
+      InvalidArgument);
+}
+
 // ---- Output of a multi-rank job
 
 // Ranks other than 0 print only their failures, tagged with the rank.

@@ -101,6 +101,34 @@ void broadcast(const TensorView& tensor, int root_rank, const std::string& name)
   broadcast_async(tensor, root_rank, name).wait();
 }
 
+Work alltoall_async(const TensorView& input, const std::vector<std::int64_t>& splits,
+                    const std::string& name) {
+  Request request;
+  request.op_type = OpType::kAlltoall;
+  request.name = name;
+  request.splits = splits;
+  return current()->submit(std::move(request), input, input);
+}
+
+Tensor alltoall(const TensorView& input, const std::vector<std::int64_t>& splits,
+                const std::string& name, std::vector<std::int64_t>* received_splits) {
+  Work work = alltoall_async(input, splits, name);
+  Tensor output = work.output();
+  if (received_splits) *received_splits = work.received_splits();
+  return output;
+}
+
+Work reducescatter_async(const TensorView& input, const std::string& name, ReduceOp op,
+                         double prescale_factor, double postscale_factor) {
+  return submit(OpType::kReducescatter, name, input, input, op, 0, prescale_factor,
+                postscale_factor);
+}
+
+Tensor reducescatter(const TensorView& input, const std::string& name, ReduceOp op,
+                     double prescale_factor, double postscale_factor) {
+  return reducescatter_async(input, name, op, prescale_factor, postscale_factor).output();
+}
+
 void barrier() {
   TensorView nothing(nullptr, DataType::kUInt8, {0});
   submit(OpType::kBarrier, "", nothing, nothing).wait();

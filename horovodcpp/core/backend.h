@@ -30,6 +30,19 @@ class Backend {
                           const std::vector<std::size_t>& counts, DataType dtype) = 0;
   // In-place broadcast of `count` elements from `root`.
   virtual void broadcast(void* buffer, std::size_t count, DataType dtype, int root) = 0;
+  // This rank sends send_counts[j] elements to rank j, taken consecutively
+  // from `input` in rank order, and receives recv_counts[r] elements from
+  // rank r into `output`, concatenated in rank order. Counts are elements;
+  // send_counts[j] on this rank equals recv_counts[this rank] on rank j.
+  virtual void alltoallv(const void* input, const std::vector<std::size_t>& send_counts,
+                         void* output, const std::vector<std::size_t>& recv_counts,
+                         DataType dtype) = 0;
+  // Reduces `buffer` (sum of counts elements, the same counts on every rank)
+  // across ranks and leaves rank r's share, counts[r] elements starting at
+  // the sum of counts[0..r), in `output` (not aliasing `buffer`). `buffer`
+  // may be clobbered. `op` is Sum, Min, Max or Product.
+  virtual void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
+                             DataType dtype, ReduceOp op) = 0;
 };
 
 }  // namespace hvd

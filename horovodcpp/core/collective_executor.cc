@@ -1,18 +1,81 @@
 #include "core/collective_executor.h"
 
+#include <algorithm>
 #include <cstring>
+#include <sstream>
+#include <numeric>
 
 #include "core/check.h"
+#include "core/env.h"
+#include "core/fusion_plan.h"
 #include "core/reduction.h"
 
 namespace hvd {
 namespace {
 
+// Default fusion buffer size; see README (Tensor fusion) for the measurement.
+constexpr long long kDefaultFusionThreshold = 64LL * 1024 * 1024;
+
 bool is_half(DataType dtype) {
   return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
 }
 
+// Elements per first-dimension row of `shape` (at least one dimension).
+std::int64_t row_elements(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (std::size_t d = 1; d < shape.size(); ++d) n *= shape[d];
+  return n;
+}
+
 }  // namespace
+
+CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topology)
+    : backend_(backend),
+      topology_(topology),
+      fusion_threshold_(static_cast<std::size_t>(
+          std::max<long long>(0, env_int("FUSION_THRESHOLD", kDefaultFusionThreshold)))) {}
+
+void CollectiveExecutor::execute_all(const std::vector<Response>& responses, TensorQueue& queue) {
+  std::vector<TensorEntry> entries;
+  std::vector<FusionCandidate> candidates;
+  entries.reserve(responses.size());
+  candidates.reserve(responses.size());
+  for (const Response& response : responses) {
+    entries.push_back(queue.take(response.name));
+    const Request& r = entries.back().request;
+    FusionCandidate c;
+    c.fusable = response.op_type == OpType::kAllreduce && response.error_kind == ErrorKind::kNone;
+    if (c.fusable) {
+      std::ostringstream key;
+      key << int(r.dtype) << '/' << int(r.reduce_op) << '/' << r.prescale_factor << '/'
+          << r.postscale_factor << '/' << r.device.str();
+      c.key = key.str();
+      const bool staged = stages_in_float32(r.dtype, r.reduce_op == ReduceOp::kAverage
+                                                         ? ReduceOp::kSum
+                                                         : r.reduce_op);
+      c.bytes = entries.back().input.num_elements() *
+                (staged ? sizeof(float) : dtype_size(r.dtype));
+    }
+    candidates.push_back(std::move(c));
+  }
+  for (const std::vector<std::size_t>& group : plan_fusion(candidates, fusion_threshold_)) {
+    if (group.size() == 1) {
+      execute(responses[group.front()], std::move(entries[group.front()]));
+      continue;
+    }
+    std::vector<const TensorEntry*> members;
+    for (std::size_t i : group) members.push_back(&entries[i]);
+    try {
+      HVD_CHECK(members.front()->request.device.type == DeviceType::kCPU, InvalidArgument,
+                "fused allreduce: tensors on " << members.front()->request.device.str()
+                                                << " are not supported by this build");
+      allreduce(members);
+      for (const TensorEntry* member : members) member->work->complete();
+    } catch (...) {
+      for (const TensorEntry* member : members) member->work->fail(std::current_exception());
+    }
+  }
+}
 
 void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
   try {
@@ -27,9 +90,10 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
                   << entry.request.device.str()
                   << " are not supported by this build (CPU tensors only)");
     Tensor output;
+    std::vector<std::int64_t> received_splits;
     switch (response.op_type) {
       case OpType::kAllreduce:
-        allreduce(entry);
+        allreduce({&entry});
         break;
       case OpType::kAllgather:
         output = allgather(entry, response);
@@ -40,51 +104,81 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
         break;
       case OpType::kBarrier:
         break;  // negotiation completing means every rank has arrived
+      case OpType::kAlltoall:
+        output = alltoall(entry, response, received_splits);
+        break;
+      case OpType::kReducescatter:
+        output = reducescatter(entry);
+        break;
     }
-    entry.work->complete(std::move(output));
+    entry.work->complete(std::move(output), std::move(received_splits));
   } catch (...) {
     entry.work->fail(std::current_exception());
   }
 }
 
-void CollectiveExecutor::allreduce(const TensorEntry& entry) {
-  const Request& request = entry.request;
-  const std::size_t count = entry.input.num_elements();
+bool CollectiveExecutor::stages_in_float32(DataType dtype, ReduceOp op) const {
+  return is_half(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kProduct) &&
+         !backend_.capabilities().half_reduction_in_float32;
+}
+
+void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group) {
+  const Request& request = group.front()->request;
   const DataType dtype = request.dtype;
   const bool average = request.reduce_op == ReduceOp::kAverage;
   const ReduceOp op = average ? ReduceOp::kSum : request.reduce_op;
+  const double divisor = average ? topology_.size : 1.0;
+  std::size_t total = 0;
+  for (const TensorEntry* entry : group) total += entry->input.num_elements();
 
-  if (is_half(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kProduct) &&
-      !backend_.capabilities().half_reduction_in_float32) {
-    allreduce_half_in_float32(entry, count);
+  if (stages_in_float32(dtype, op)) {
+    // Widen (prescale folded in), reduce in float32, round once to 16 bits
+    // (Average and postscale folded in): the result does not depend on the
+    // backend's reduction order.
+    if (staging_.size() < total) staging_.resize(total);
+    std::size_t offset = 0;
+    for (const TensorEntry* entry : group) {
+      const std::size_t n = entry->input.num_elements();
+      widen_to_float32(dtype, entry->input.data, staging_.data() + offset, n,
+                       request.prescale_factor);
+      offset += n;
+    }
+    backend_.allreduce(staging_.data(), total, DataType::kFloat32, op);
+    offset = 0;
+    for (const TensorEntry* entry : group) {
+      const std::size_t n = entry->input.num_elements();
+      narrow_from_float32(staging_.data() + offset, dtype, entry->output.data, n, divisor,
+                          request.postscale_factor);
+      offset += n;
+    }
     return;
   }
-  if (entry.output.data != entry.input.data && count > 0) {
-    std::memcpy(entry.output.data, entry.input.data, entry.input.size_bytes());
+  if (group.size() == 1) {
+    // Alone: reduce in the output itself, no fusion-buffer copies.
+    const TensorEntry& entry = *group.front();
+    scale_copy(dtype, entry.input.data, entry.output.data, total, 1.0, request.prescale_factor);
+    backend_.allreduce(entry.output.data, total, dtype, op);
+    scale_in_place(dtype, entry.output.data, total, divisor, request.postscale_factor);
+    return;
   }
-  if (request.prescale_factor != 1.0) {
-    scale_in_place(dtype, entry.output.data, count, 1.0, request.prescale_factor);
+  // Pack with prescale, one backend call, unpack with Average and postscale:
+  // each tensor's bytes are touched once on the way in and once out.
+  const std::size_t element_size = dtype_size(dtype);
+  if (fusion_buffer_.size() < total * element_size) fusion_buffer_.resize(total * element_size);
+  unsigned char* buffer = fusion_buffer_.data();
+  std::size_t offset = 0;
+  for (const TensorEntry* entry : group) {
+    const std::size_t n = entry->input.num_elements();
+    scale_copy(dtype, entry->input.data, buffer + offset, n, 1.0, request.prescale_factor);
+    offset += n * element_size;
   }
-  backend_.allreduce(entry.output.data, count, dtype, op);
-  const double divisor = average ? topology_.size : 1.0;
-  if (divisor != 1.0 || request.postscale_factor != 1.0) {
-    scale_in_place(dtype, entry.output.data, count, divisor, request.postscale_factor);
+  backend_.allreduce(buffer, total, dtype, op);
+  offset = 0;
+  for (const TensorEntry* entry : group) {
+    const std::size_t n = entry->input.num_elements();
+    scale_copy(dtype, buffer + offset, entry->output.data, n, divisor, request.postscale_factor);
+    offset += n * element_size;
   }
-}
-
-// Sum/Product of float16/bfloat16: widen to float32 (prescale folded in),
-// reduce in float32, and round once to 16 bits (Average and postscale
-// folded in), so the result does not depend on the backend's reduction order.
-void CollectiveExecutor::allreduce_half_in_float32(const TensorEntry& entry, std::size_t count) {
-  const Request& request = entry.request;
-  if (staging_.size() < count) staging_.resize(count);
-  widen_to_float32(request.dtype, entry.input.data, staging_.data(), count,
-                   request.prescale_factor);
-  const bool average = request.reduce_op == ReduceOp::kAverage;
-  backend_.allreduce(staging_.data(), count, DataType::kFloat32,
-                     average ? ReduceOp::kSum : request.reduce_op);
-  narrow_from_float32(staging_.data(), request.dtype, entry.output.data, count,
-                      average ? topology_.size : 1.0, request.postscale_factor);
 }
 
 Tensor CollectiveExecutor::allgather(const TensorEntry& entry, const Response& response) {
@@ -102,6 +196,75 @@ Tensor CollectiveExecutor::allgather(const TensorEntry& entry, const Response& r
   }
   Tensor output(input.dtype, shape);
   backend_.allgatherv(input.data, output.data(), counts, input.dtype);
+  return output;
+}
+
+// response.splits is the agreed size x size matrix of rows: this rank sends
+// row `rank` of it and receives column `rank`.
+Tensor CollectiveExecutor::alltoall(const TensorEntry& entry, const Response& response,
+                                    std::vector<std::int64_t>& received_splits) {
+  const int size = topology_.size;
+  const int rank = topology_.rank;
+  HVD_CHECK_EQ(response.splits.size(), static_cast<std::size_t>(size) * size, Error,
+               "alltoall of tensor '" << response.name << "': malformed splits matrix");
+  std::vector<std::int64_t> shape = entry.request.shape;
+  const std::int64_t row = row_elements(shape);
+  std::vector<std::size_t> send_counts(size), recv_counts(size);
+  received_splits.assign(size, 0);
+  shape[0] = 0;
+  for (int r = 0; r < size; ++r) {
+    send_counts[r] = static_cast<std::size_t>(response.splits[rank * size + r] * row);
+    received_splits[r] = response.splits[r * size + rank];
+    recv_counts[r] = static_cast<std::size_t>(received_splits[r] * row);
+    shape[0] += received_splits[r];
+  }
+  Tensor output(entry.input.dtype, shape);
+  backend_.alltoallv(entry.input.data, send_counts, output.data(), recv_counts,
+                     entry.input.dtype);
+  return output;
+}
+
+// Rows are shared as evenly as possible, the first (rows % size) ranks
+// getting one more. Scaling and Average as in allreduce; float16/bfloat16
+// are reduced in float32 and rounded once, as allreduce does.
+Tensor CollectiveExecutor::reducescatter(const TensorEntry& entry) {
+  const Request& request = entry.request;
+  const int size = topology_.size;
+  const DataType dtype = request.dtype;
+  std::vector<std::int64_t> shape = request.shape;
+  const std::int64_t row = row_elements(shape);
+  const std::int64_t rows = shape[0];
+  std::vector<std::size_t> counts(size);
+  for (int r = 0; r < size; ++r) {
+    counts[r] = static_cast<std::size_t>((rows / size + (r < rows % size ? 1 : 0)) * row);
+  }
+  shape[0] = rows / size + (topology_.rank < rows % size ? 1 : 0);
+  Tensor output(dtype, shape);
+  const std::size_t count = entry.input.num_elements();
+  const std::size_t mine = counts[topology_.rank];
+  const bool average = request.reduce_op == ReduceOp::kAverage;
+  const double divisor = average ? size : 1.0;
+
+  if (is_half(dtype) && !backend_.capabilities().half_reduction_in_float32) {
+    if (staging_.size() < count) staging_.resize(count);
+    widen_to_float32(dtype, entry.input.data, staging_.data(), count, request.prescale_factor);
+    std::vector<float> share(mine);
+    backend_.reducescatter(staging_.data(), share.data(), counts, DataType::kFloat32,
+                           ReduceOp::kSum);
+    narrow_from_float32(share.data(), dtype, output.data(), mine, divisor,
+                        request.postscale_factor);
+    return output;
+  }
+  // The backend may clobber its input: reduce a copy, never the caller's tensor.
+  std::vector<unsigned char> scratch(entry.input.size_bytes());
+  if (count > 0) std::memcpy(scratch.data(), entry.input.data, scratch.size());
+  if (request.prescale_factor != 1.0) {
+    scale_in_place(dtype, scratch.data(), count, 1.0, request.prescale_factor);
+  }
+  backend_.reducescatter(scratch.data(), output.data(), counts, dtype, ReduceOp::kSum);
+  if (divisor != 1.0 || request.postscale_factor != 1.0) {
+    scale_in_place(dtype, output.data(), mine, divisor, request.postscale_factor);
+  }
   return output;
 }
 

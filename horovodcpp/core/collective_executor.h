@@ -14,19 +14,29 @@ namespace hvd {
 
 class CollectiveExecutor {
  public:
-  CollectiveExecutor(Backend& backend, const Topology& topology)
-      : backend_(backend), topology_(topology) {}
+  // Reads HOROVODCPP_FUSION_THRESHOLD (bytes; 0 disables fusion).
+  CollectiveExecutor(Backend& backend, const Topology& topology);
 
-  // Never throws: failures go to the entry's Work.
+  // Runs one cycle's agreed responses in order, taking their entries from
+  // `queue`; allreduces that can share the fusion buffer run as one.
+  // Never throws: failures go to the entries' Work.
+  void execute_all(const std::vector<Response>& responses, TensorQueue& queue);
   void execute(const Response& response, TensorEntry entry);
 
  private:
-  void allreduce(const TensorEntry& entry);
-  void allreduce_half_in_float32(const TensorEntry& entry, std::size_t count);
+  // One allreduce through the backend for the whole group (same dtype, op
+  // and scale factors): packed into the fusion buffer when it has several.
+  void allreduce(const std::vector<const TensorEntry*>& group);
+  bool stages_in_float32(DataType dtype, ReduceOp op) const;
   Tensor allgather(const TensorEntry& entry, const Response& response);
+  Tensor alltoall(const TensorEntry& entry, const Response& response,
+                  std::vector<std::int64_t>& received_splits);
+  Tensor reducescatter(const TensorEntry& entry);
 
   Backend& backend_;
   const Topology& topology_;
+  std::size_t fusion_threshold_;
+  std::vector<unsigned char> fusion_buffer_;  // grows to the threshold; reused
   std::vector<float> staging_;  // float16/bfloat16 accumulate here; reused across calls
 };
 

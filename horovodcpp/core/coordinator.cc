@@ -73,11 +73,14 @@ bool Coordinator::run_cycle() {
   mine.shutdown = stop_requested_;
   ResponseList agreed = negotiate(mine);
 
-  for (const Response& response : agreed.responses) {
-    executor_.execute(response, queue_.take(response.name));
-  }
-  if (agreed.shutdown_ranks.empty()) return true;
-  fail_everything_left(std::make_exception_ptr(RankFailure(shutdown_message(agreed.shutdown_ranks))));
+  executor_.execute_all(agreed.responses, queue_);
+  if (agreed.shutdown_ranks.empty() && agreed.stall_error.empty()) return true;
+  // A shutdown() or rank 0's stall inspector stops every rank after this
+  // cycle; a shutdown() explains a stall, so its message wins.
+  const std::string reason = agreed.shutdown_ranks.empty()
+                                 ? agreed.stall_error
+                                 : shutdown_message(agreed.shutdown_ranks);
+  fail_everything_left(std::make_exception_ptr(RankFailure(reason)));
   return false;
 }
 
@@ -95,6 +98,7 @@ ResponseList Coordinator::negotiate(const RequestList& mine) {
       }
     }
     responses.responses = table_.take_ready();
+    responses.stall_error = stall_inspector_.inspect(table_).error;
     agreed = serialize(responses);
   }
   return parse_response_list(controller_.broadcast_from_root(agreed));

@@ -12,6 +12,7 @@
 #include "core/collective_executor.h"
 #include "core/controller.h"
 #include "core/message_table.h"
+#include "core/stall_inspector.h"
 #include "core/tensor_queue.h"
 
 namespace hvd {
@@ -37,6 +38,7 @@ class Coordinator {
   TensorQueue& queue_;
   CollectiveExecutor executor_;
   MessageTable table_;  // used on rank 0 only
+  StallInspector stall_inspector_;  // used on rank 0 only; settings read at init
   std::chrono::microseconds cycle_time_;
   std::atomic<bool> stop_requested_{false};
   std::thread thread_;

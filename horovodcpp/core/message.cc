@@ -90,6 +90,8 @@ const char* op_type_name(OpType type) {
     case OpType::kAllgather: return "allgather";
     case OpType::kBroadcast: return "broadcast";
     case OpType::kBarrier: return "barrier";
+    case OpType::kAlltoall: return "alltoall";
+    case OpType::kReducescatter: return "reducescatter";
   }
   return "unknown";
 }
@@ -120,6 +122,7 @@ std::string serialize(const RequestList& list) {
     w.scalar(r.postscale_factor);
     w.scalar(static_cast<std::uint8_t>(r.device.type));
     w.scalar<std::int32_t>(r.device.index);
+    w.dims(r.splits);
     w.string(r.error);
   }
   return w.take();
@@ -132,7 +135,7 @@ RequestList parse_request_list(const std::string& bytes) {
   list.requests.resize(r.count(1));
   for (Request& q : list.requests) {
     q.rank = r.scalar<std::int32_t>();
-    q.op_type = checked_enum<OpType>(r.scalar<std::uint8_t>(), 4, "operation");
+    q.op_type = checked_enum<OpType>(r.scalar<std::uint8_t>(), kNumOpTypes, "operation");
     q.name = r.string();
     q.dtype = checked_enum<DataType>(r.scalar<std::uint8_t>(), kNumDataTypes, "dtype");
     q.shape = r.dims();
@@ -142,6 +145,7 @@ RequestList parse_request_list(const std::string& bytes) {
     q.postscale_factor = r.scalar<double>();
     q.device.type = checked_enum<DeviceType>(r.scalar<std::uint8_t>(), 2, "device");
     q.device.index = r.scalar<std::int32_t>();
+    q.splits = r.dims();
     q.error = r.string();
   }
   r.expect_end();
@@ -152,6 +156,7 @@ std::string serialize(const ResponseList& list) {
   Writer w;
   w.scalar<std::uint64_t>(list.shutdown_ranks.size());
   for (std::int32_t rank : list.shutdown_ranks) w.scalar(rank);
+  w.string(list.stall_error);
   w.scalar<std::uint64_t>(list.responses.size());
   for (const Response& r : list.responses) {
     w.scalar(static_cast<std::uint8_t>(r.op_type));
@@ -159,6 +164,7 @@ std::string serialize(const ResponseList& list) {
     w.scalar(static_cast<std::uint8_t>(r.error_kind));
     w.string(r.error_message);
     w.dims(r.first_dims);
+    w.dims(r.splits);
   }
   return w.take();
 }
@@ -168,13 +174,15 @@ ResponseList parse_response_list(const std::string& bytes) {
   ResponseList list;
   list.shutdown_ranks.resize(r.count(sizeof(std::int32_t)));
   for (std::int32_t& rank : list.shutdown_ranks) rank = r.scalar<std::int32_t>();
+  list.stall_error = r.string();
   list.responses.resize(r.count(1));
   for (Response& p : list.responses) {
-    p.op_type = checked_enum<OpType>(r.scalar<std::uint8_t>(), 4, "operation");
+    p.op_type = checked_enum<OpType>(r.scalar<std::uint8_t>(), kNumOpTypes, "operation");
     p.name = r.string();
     p.error_kind = checked_enum<ErrorKind>(r.scalar<std::uint8_t>(), 4, "error kind");
     p.error_message = r.string();
     p.first_dims = r.dims();
+    p.splits = r.dims();
   }
   r.expect_end();
   return list;

@@ -11,7 +11,15 @@
 
 namespace hvd {
 
-enum class OpType : std::uint8_t { kAllreduce, kAllgather, kBroadcast, kBarrier };
+enum class OpType : std::uint8_t {
+  kAllreduce,
+  kAllgather,
+  kBroadcast,
+  kBarrier,
+  kAlltoall,
+  kReducescatter,
+};
+constexpr std::uint8_t kNumOpTypes = 6;
 const char* op_type_name(OpType type);
 
 // One rank's submission of one named tensor.
@@ -26,6 +34,8 @@ struct Request {
   double prescale_factor = 1.0;
   double postscale_factor = 1.0;
   Device device;
+  // Alltoall: rows (first-dimension slices) this rank sends to each rank.
+  std::vector<std::int64_t> splits;
   // Non-empty if the submission failed local validation; rank 0 then fails
   // the tensor on every rank with this message.
   std::string error;
@@ -48,6 +58,9 @@ struct Response {
   std::string error_message;
   // Allgather: the first dimension of each rank's tensor, indexed by rank.
   std::vector<std::int64_t> first_dims;
+  // Alltoall: the size x size matrix of rows sent, row-major: element
+  // [r * size + j] is how many rows rank r sends to rank j.
+  std::vector<std::int64_t> splits;
 };
 
 struct ResponseList {
@@ -55,6 +68,10 @@ struct ResponseList {
   // Ranks that called shutdown(); if any did, every rank stops after this
   // cycle and fails what is still pending.
   std::vector<std::int32_t> shutdown_ranks;
+  // Set by rank 0's stall inspector once a tensor has waited for some ranks
+  // longer than HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS: every rank then
+  // stops after this cycle and fails what is pending with this message.
+  std::string stall_error;
 };
 
 std::string serialize(const RequestList& list);

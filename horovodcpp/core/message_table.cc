@@ -1,5 +1,6 @@
 #include "core/message_table.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -66,6 +67,7 @@ std::vector<FieldCheck> checks_for(OpType op_type) {
   };
   switch (op_type) {
     case OpType::kAllreduce:
+    case OpType::kReducescatter:
       checks.push_back({"shape", shape, nullptr});
       checks.push_back({"reduce op",
                         [](const Request& r) { return std::string(reduce_op_name(r.reduce_op)); },
@@ -77,6 +79,7 @@ std::vector<FieldCheck> checks_for(OpType op_type) {
                         nullptr});
       break;
     case OpType::kAllgather:
+    case OpType::kAlltoall:
       checks.push_back({"shape beyond the first dimension",
                         [](const Request& r) {
                           return std::to_string(r.shape.size()) + shape_str(trailing_dims(r.shape));
@@ -103,11 +106,68 @@ Response error_response(const Request& any, ErrorKind kind, const std::string& m
   return response;
 }
 
+// Reducescatter: "rank 1: Max; rank 2: Min" for the ranks whose op is
+// neither Sum nor Average, or empty.
+std::string unsupported_reducescatter_ops(const std::vector<Request>& requests) {
+  std::ostringstream out;
+  for (const Request& r : requests) {
+    if (r.reduce_op == ReduceOp::kSum || r.reduce_op == ReduceOp::kAverage) continue;
+    out << (out.tellp() ? "; " : "") << "rank " << r.rank << ": " << reduce_op_name(r.reduce_op);
+  }
+  return out.str();
+}
+
+// Alltoall: each rank's splits (empty: equal parts) checked against its
+// first dimension, into the row-major size x size matrix. Problems go to
+// `errors` as "rank r: ...".
+std::vector<std::int64_t> alltoall_matrix(const std::vector<Request>& requests,
+                                          std::ostringstream& errors) {
+  const std::int64_t size = static_cast<std::int64_t>(requests.size());
+  std::vector<std::int64_t> matrix;
+  matrix.reserve(size * size);
+  for (const Request& r : requests) {
+    const std::int64_t rows = r.shape.empty() ? 0 : r.shape[0];
+    std::vector<std::int64_t> splits = r.splits;
+    std::ostringstream problem;
+    if (splits.empty()) {
+      if (rows % size == 0) {
+        splits.assign(size, rows / size);
+      } else {
+        problem << "no splits given and the first dimension " << rows
+                << " is not divisible by the number of ranks " << size;
+      }
+    } else if (static_cast<std::int64_t>(splits.size()) != size) {
+      problem << "splits have " << splits.size() << " entries, expected one per rank (" << size
+              << ")";
+    } else {
+      std::int64_t sum = 0;
+      for (std::int64_t n : splits) {
+        if (n < 0) {
+          problem << "negative split " << n << " in " << shape_str(splits);
+          break;
+        }
+        sum += n;
+      }
+      if (!problem.tellp() && sum != rows) {
+        problem << "splits " << shape_str(splits) << " sum to " << sum
+                << " but the first dimension is " << rows;
+      }
+    }
+    if (problem.tellp()) {
+      errors << (errors.tellp() ? "; " : "") << "rank " << r.rank << ": " << problem.str();
+      splits.assign(size, 0);
+    }
+    matrix.insert(matrix.end(), splits.begin(), splits.end());
+  }
+  return matrix;
+}
+
 }  // namespace
 
-void MessageTable::add(Request request) {
+void MessageTable::add(Request request, std::chrono::steady_clock::time_point now) {
   HVD_CHECK(request.rank >= 0 && request.rank < size_, Error,
             "request for '" << request.name << "' from invalid rank " << request.rank);
+  first_seen_.emplace(request.name, now);  // keeps the first rank's time
   auto& requests = pending_[request.name];
   for (const Request& earlier : requests) {
     HVD_CHECK(earlier.rank != request.rank, Error,
@@ -125,10 +185,27 @@ std::vector<Response> MessageTable::take_ready() {
     std::vector<Request> by_rank(size_);
     for (Request& r : it->second) by_rank[r.rank] = std::move(r);
     pending_.erase(it);
+    first_seen_.erase(name);
     responses.push_back(build_response(by_rank));
   }
   ready_.clear();
   return responses;
+}
+
+std::vector<PendingTensor> MessageTable::pending_tensors() const {
+  std::vector<PendingTensor> result;
+  result.reserve(pending_.size());
+  for (const auto& [name, requests] : pending_) {
+    if (static_cast<int>(requests.size()) == size_) continue;  // ready, not waiting
+    PendingTensor tensor;
+    tensor.name = name;
+    tensor.op_type = requests.front().op_type;
+    for (const Request& r : requests) tensor.submitted_ranks.push_back(r.rank);
+    std::sort(tensor.submitted_ranks.begin(), tensor.submitted_ranks.end());
+    tensor.first_seen = first_seen_.at(name);
+    result.push_back(std::move(tensor));
+  }
+  return result;
 }
 
 Response build_response(const std::vector<Request>& requests) {
@@ -153,6 +230,14 @@ Response build_response(const std::vector<Request>& requests) {
     return error_response(first, ErrorKind::kMismatch,
                           "mismatch for " + what + ": operation differs across ranks: " + diff);
   }
+  if (first.op_type == OpType::kReducescatter) {
+    const std::string unsupported = unsupported_reducescatter_ops(requests);
+    if (!unsupported.empty()) {
+      return error_response(first, ErrorKind::kInvalidArgument,
+                            "reducescatter of " + what +
+                                ": the reduce op must be Sum or Average, got " + unsupported);
+    }
+  }
   for (const FieldCheck& check : checks_for(first.op_type)) {
     diff = disagreement(requests, check.key, check.value);
     if (!diff.empty()) {
@@ -164,10 +249,10 @@ Response build_response(const std::vector<Request>& requests) {
 
   // Every rank agrees; what remains are rules on the agreed values.
   const int size = static_cast<int>(requests.size());
-  if (first.op_type == OpType::kAllreduce && first.dtype == DataType::kBool &&
-      first.reduce_op == ReduceOp::kAverage) {
+  if ((first.op_type == OpType::kAllreduce || first.op_type == OpType::kReducescatter) &&
+      first.dtype == DataType::kBool && first.reduce_op == ReduceOp::kAverage) {
     return error_response(first, ErrorKind::kInvalidArgument,
-                          "allreduce of " + what + ": Average is not defined for bool tensors "
+                          std::string(op_type_name(first.op_type)) + " of " + what + ": Average is not defined for bool tensors "
                           "(use Sum for logical OR, Min for logical AND)");
   }
   if (first.op_type == OpType::kBroadcast && (first.root_rank < 0 || first.root_rank >= size)) {
@@ -181,6 +266,14 @@ Response build_response(const std::vector<Request>& requests) {
   response.name = first.name;
   if (first.op_type == OpType::kAllgather) {
     for (const Request& r : requests) response.first_dims.push_back(r.shape.at(0));
+  }
+  if (first.op_type == OpType::kAlltoall) {
+    std::ostringstream errors;
+    response.splits = alltoall_matrix(requests, errors);
+    if (errors.tellp()) {
+      return error_response(first, ErrorKind::kInvalidArgument,
+                            "invalid alltoall of " + what + ": " + errors.str());
+    }
   }
   return response;
 }

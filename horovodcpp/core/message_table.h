@@ -2,6 +2,7 @@
 // names, and the validated Response once every rank has.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -10,20 +11,34 @@
 
 namespace hvd {
 
+// A tensor some ranks have submitted and others not yet (read-only view of
+// the table for the stall inspector).
+struct PendingTensor {
+  std::string name;
+  OpType op_type = OpType::kAllreduce;
+  std::vector<int> submitted_ranks;  // ascending
+  std::chrono::steady_clock::time_point first_seen;  // when the first rank's request arrived
+};
+
 class MessageTable {
  public:
   explicit MessageTable(int size) : size_(size) {}
 
-  // Records one rank's request (request.rank says whose).
-  void add(Request request);
+  // Records one rank's request (request.rank says whose) arriving at `now`.
+  void add(Request request,
+           std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
   // Responses for the tensors that every rank has submitted since the last
   // call, in the order they became complete: the execution order of all ranks.
   std::vector<Response> take_ready();
   std::size_t pending() const { return pending_.size(); }
+  // The tensors still waiting for some rank, in no particular order.
+  std::vector<PendingTensor> pending_tensors() const;
+  int size() const { return size_; }
 
  private:
   int size_;
   std::unordered_map<std::string, std::vector<Request>> pending_;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> first_seen_;
   std::vector<std::string> ready_;
 };
 

@@ -255,10 +255,11 @@ void reduce_bool(ReduceOp op, void* inout, const void* in, std::size_t count) {
 // ---- scale_in_place ----
 
 template <typename Elem>
-void scale_floating(void* buffer, std::size_t count, double divisor, double factor) {
-  auto* x = static_cast<typename Elem::Raw*>(buffer);
+void scale_floating(const void* src, void* dst, std::size_t count, double divisor, double factor) {
+  const auto* in = static_cast<const typename Elem::Raw*>(src);
+  auto* out = static_cast<typename Elem::Raw*>(dst);
   for (std::size_t i = 0; i < count; ++i) {
-    x[i] = Elem::store_double(static_cast<double>(Elem::load(x[i])) / divisor * factor);
+    out[i] = Elem::store_double(static_cast<double>(Elem::load(in[i])) / divisor * factor);
   }
 }
 
@@ -276,8 +277,9 @@ T saturate_cast(double value) {
 }
 
 template <typename T>
-void scale_integer(void* buffer, std::size_t count, double divisor, double factor) {
-  T* x = static_cast<T*>(buffer);
+void scale_integer(const void* src, void* dst, std::size_t count, double divisor, double factor) {
+  const T* x = static_cast<const T*>(src);
+  T* out = static_cast<T*>(dst);
   if constexpr (sizeof(T) <= 4) {
     // Exact in double: the quotient of two integers below 2^53 never rounds
     // across an integer, so truncating it gives the integer division.
@@ -289,7 +291,7 @@ void scale_integer(void* buffer, std::size_t count, double divisor, double facto
       for (std::size_t i = 0; i < count; ++i) {
         double v = static_cast<double>(x[i]) / divisor;
         v = v < kLow ? kLow : (v > kHigh ? kHigh : v);
-        x[i] = static_cast<T>(static_cast<Int>(v));
+        out[i] = static_cast<T>(static_cast<Int>(v));
       }
     } else {
       constexpr double kLimit = 4611686018427387904.0;  // 2^62: safe int64 cast
@@ -297,7 +299,7 @@ void scale_integer(void* buffer, std::size_t count, double divisor, double facto
         double q = static_cast<double>(x[i]) / divisor;
         q = q < -kLimit ? -kLimit : (q > kLimit ? kLimit : q);
         const double v = static_cast<double>(static_cast<std::int64_t>(q)) * factor;
-        x[i] = saturate_cast<T>(v);
+        out[i] = saturate_cast<T>(v);
       }
     }
   } else {
@@ -311,12 +313,12 @@ void scale_integer(void* buffer, std::size_t count, double divisor, double facto
       for (std::size_t i = 0; i < count; ++i) {
         // INT64_MIN / -1 overflows: saturate, as every other path does.
         const T q = (d == -1 && x[i] == kMin) ? kMax : x[i] / d;
-        x[i] = factor == 1.0 ? q : saturate_cast<T>(static_cast<double>(q) * factor);
+        out[i] = factor == 1.0 ? q : saturate_cast<T>(static_cast<double>(q) * factor);
       }
     } else {
       for (std::size_t i = 0; i < count; ++i) {
         const double q = std::trunc(static_cast<double>(x[i]) / divisor);
-        x[i] = saturate_cast<T>(q * factor);
+        out[i] = saturate_cast<T>(q * factor);
       }
     }
   }
@@ -386,29 +388,36 @@ void reduce_into(DataType dtype, ReduceOp op, void* inout, const void* in, std::
   HVD_THROW(InvalidArgument, "reduce_into: unknown DataType " << static_cast<int>(dtype));
 }
 
-void scale_in_place(DataType dtype, void* buffer, std::size_t count, double divisor,
-                    double factor) {
-  check_buffer(buffer, count, "scale_in_place");
-  check_divisor(divisor, "scale_in_place");
-  if (dtype == DataType::kBool) return;
-  if (divisor == 1.0 && factor == 1.0) {
-    (void)dtype_size(dtype);  // still reject an unknown dtype
+void scale_copy(DataType dtype, const void* src, void* dst, std::size_t count, double divisor,
+                double factor) {
+  check_buffer(src, count, "scale_copy");
+  check_buffer(dst, count, "scale_copy");
+  check_divisor(divisor, "scale_copy");
+  const std::size_t element_size = dtype_size(dtype);  // rejects an unknown dtype
+  if (dtype == DataType::kBool || (divisor == 1.0 && factor == 1.0)) {
+    if (src != dst && count > 0) std::memcpy(dst, src, count * element_size);
     return;
   }
   switch (dtype) {
-    case DataType::kUInt8: return scale_integer<std::uint8_t>(buffer, count, divisor, factor);
-    case DataType::kInt8: return scale_integer<std::int8_t>(buffer, count, divisor, factor);
-    case DataType::kUInt16: return scale_integer<std::uint16_t>(buffer, count, divisor, factor);
-    case DataType::kInt16: return scale_integer<std::int16_t>(buffer, count, divisor, factor);
-    case DataType::kInt32: return scale_integer<std::int32_t>(buffer, count, divisor, factor);
-    case DataType::kInt64: return scale_integer<std::int64_t>(buffer, count, divisor, factor);
-    case DataType::kFloat16: return scale_floating<Half>(buffer, count, divisor, factor);
-    case DataType::kBFloat16: return scale_floating<BFloat16>(buffer, count, divisor, factor);
-    case DataType::kFloat32: return scale_floating<Plain<float>>(buffer, count, divisor, factor);
-    case DataType::kFloat64: return scale_floating<Plain<double>>(buffer, count, divisor, factor);
+    case DataType::kUInt8: return scale_integer<std::uint8_t>(src, dst, count, divisor, factor);
+    case DataType::kInt8: return scale_integer<std::int8_t>(src, dst, count, divisor, factor);
+    case DataType::kUInt16: return scale_integer<std::uint16_t>(src, dst, count, divisor, factor);
+    case DataType::kInt16: return scale_integer<std::int16_t>(src, dst, count, divisor, factor);
+    case DataType::kInt32: return scale_integer<std::int32_t>(src, dst, count, divisor, factor);
+    case DataType::kInt64: return scale_integer<std::int64_t>(src, dst, count, divisor, factor);
+    case DataType::kFloat16: return scale_floating<Half>(src, dst, count, divisor, factor);
+    case DataType::kBFloat16: return scale_floating<BFloat16>(src, dst, count, divisor, factor);
+    case DataType::kFloat32:
+      return scale_floating<Plain<float>>(src, dst, count, divisor, factor);
+    case DataType::kFloat64:
+      return scale_floating<Plain<double>>(src, dst, count, divisor, factor);
     case DataType::kBool: return;
   }
-  HVD_THROW(InvalidArgument, "scale_in_place: unknown DataType " << static_cast<int>(dtype));
+}
+
+void scale_in_place(DataType dtype, void* buffer, std::size_t count, double divisor,
+                    double factor) {
+  scale_copy(dtype, buffer, buffer, count, divisor, factor);
 }
 
 void widen_to_float32(DataType half_dtype, const void* src, float* dst, std::size_t count,

@@ -13,10 +13,12 @@ namespace hvd {
 // float32 and round to nearest even. bool: Sum/Max = OR, Product/Min = AND.
 void reduce_into(DataType dtype, ReduceOp op, void* inout, const void* in, std::size_t count);
 
-// buffer[i] = buffer[i] / divisor * factor, computed in double for floating
-// types (one rounding to the dtype). Integers: the division rounds toward
-// zero, then the factor is applied in double and rounded toward zero.
-// bool buffers are left unchanged.
+// dst[i] = src[i] / divisor * factor in one pass (src may equal dst),
+// computed in double for floating types (one rounding to the dtype).
+// Integers: the division rounds toward zero, then the factor is applied in
+// double and rounded toward zero, saturating. bool values are copied as is.
+void scale_copy(DataType dtype, const void* src, void* dst, std::size_t count, double divisor,
+                double factor);
 void scale_in_place(DataType dtype, void* buffer, std::size_t count, double divisor,
                     double factor);
 

@@ -26,6 +26,11 @@ std::string local_error(const Request& request, const TensorView& input,
     if (dim < 0) return "negative dimension in shape " + shape_str(input.shape);
   }
   if (input.data == nullptr && input.num_elements() > 0) return "input data pointer is null";
+  if ((request.op_type == OpType::kAlltoall || request.op_type == OpType::kReducescatter) &&
+      input.shape.empty()) {
+    return std::string(op_type_name(request.op_type)) +
+           " needs a tensor of at least one dimension (its rows are split across ranks)";
+  }
   if (request.op_type != OpType::kAllreduce) return "";
   for (std::int64_t dim : output.shape) {
     if (dim < 0) return "negative dimension in output shape " + shape_str(output.shape);
@@ -42,6 +47,19 @@ std::string local_error(const Request& request, const TensorView& input,
     return "output is on " + output.device.str() + " but input is on " + input.device.str();
   }
   if (output.data == nullptr && output.num_elements() > 0) return "output data pointer is null";
+  return "";
+}
+
+// Alltoall without splits sends equal parts: expanded here so that rank 0
+// sees every rank's actual splits (which it checks against the shape).
+std::string expand_equal_splits(Request& request, int size) {
+  if (!request.splits.empty() || request.shape.empty()) return "";
+  const std::int64_t rows = request.shape[0];
+  if (rows % size != 0) {
+    return "no splits given and the first dimension " + std::to_string(rows) +
+           " is not divisible by the number of ranks " + std::to_string(size);
+  }
+  request.splits.assign(size, rows / size);
   return "";
 }
 
@@ -75,6 +93,9 @@ Work Runtime::submit(Request request, const TensorView& input, const TensorView&
   if (request.op_type == OpType::kAllgather && request.shape.empty()) request.shape = {1};
   request.device = input.device;
   request.error = local_error(request, input, output);
+  if (request.op_type == OpType::kAlltoall && request.error.empty()) {
+    request.error = expand_equal_splits(request, topology().size);
+  }
 
   auto work = std::make_shared<detail::WorkState>();
   queue_.push(TensorEntry{std::move(request), input, output, work});

@@ -34,7 +34,7 @@ class Runtime {
   Transport transport_;
   TensorQueue queue_;
   std::unique_ptr<Coordinator> coordinator_;
-  std::array<std::atomic<long long>, 4> unnamed_counts_{};  // per OpType
+  std::array<std::atomic<long long>, kNumOpTypes> unnamed_counts_{};  // per OpType
 };
 
 }  // namespace hvd

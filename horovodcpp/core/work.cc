@@ -6,16 +6,20 @@
 namespace hvd {
 namespace detail {
 
-void WorkState::complete(Tensor output) { finish(std::move(output), nullptr); }
+void WorkState::complete(Tensor output, std::vector<std::int64_t> received_splits) {
+  finish(std::move(output), std::move(received_splits), nullptr);
+}
 
-void WorkState::fail(std::exception_ptr error) { finish(Tensor(), std::move(error)); }
+void WorkState::fail(std::exception_ptr error) { finish(Tensor(), {}, std::move(error)); }
 
-void WorkState::finish(Tensor output, std::exception_ptr error) {
+void WorkState::finish(Tensor output, std::vector<std::int64_t> received_splits,
+                       std::exception_ptr error) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return;  // the first outcome wins (e.g. shutdown racing completion)
     done_ = true;
     output_ = std::move(output);
+    received_splits_ = std::move(received_splits);
     error_ = std::move(error);
   }
   done_cv_.notify_all();
@@ -45,6 +49,11 @@ const Tensor& WorkState::output() const {
   return output_;
 }
 
+const std::vector<std::int64_t>& WorkState::received_splits() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return received_splits_;
+}
+
 }  // namespace detail
 
 Work::Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}
@@ -71,6 +80,11 @@ std::exception_ptr Work::error() const {
 const Tensor& Work::output() const {
   wait();
   return state_->output();
+}
+
+const std::vector<std::int64_t>& Work::received_splits() const {
+  wait();
+  return state_->received_splits();
 }
 
 }  // namespace hvd

@@ -7,6 +7,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "horovodcpp/tensor.h"
 
@@ -14,7 +15,8 @@ namespace hvd::detail {
 
 class WorkState {
  public:
-  void complete(Tensor output = Tensor());
+  // `received_splits`: alltoall's rows received from each rank.
+  void complete(Tensor output = Tensor(), std::vector<std::int64_t> received_splits = {});
   void fail(std::exception_ptr error);
 
   // False if the timeout expired first.
@@ -22,15 +24,18 @@ class WorkState {
   bool done() const;
   std::exception_ptr error() const;
   const Tensor& output() const;  // valid once done
+  const std::vector<std::int64_t>& received_splits() const;  // valid once done
 
  private:
-  void finish(Tensor output, std::exception_ptr error);
+  void finish(Tensor output, std::vector<std::int64_t> received_splits,
+              std::exception_ptr error);
 
   mutable std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;
   std::exception_ptr error_;
   Tensor output_;
+  std::vector<std::int64_t> received_splits_;
 };
 
 }  // namespace hvd::detail

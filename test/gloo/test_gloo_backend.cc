@@ -350,6 +350,12 @@ TEST_P(AllreduceTest, ZeroElements) {
   check_allreduce_zero_elements(backend, topology(), dtype, op);
 }
 
+TEST_P(AllreduceTest, ReducescatterShares) {
+  const auto [dtype, op] = GetParam();
+  GlooBackend backend(g_context);
+  check_reducescatter_shares(backend, topology(), dtype, op, 70000);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
                          ::testing::Combine(::testing::ValuesIn(kAllDtypes),
                                             ::testing::ValuesIn(kBackendOps)),
@@ -391,6 +397,12 @@ TEST_P(BackendDtypeTest, AllgathervUnevenCounts) {
 TEST_P(BackendDtypeTest, InvalidArgumentsRejected) {
   GlooBackend backend(g_context);
   check_invalid_arguments_rejected(backend, topology(), GetParam());
+  check_alltoall_reducescatter_arguments_rejected(backend, topology(), GetParam());
+}
+
+TEST_P(BackendDtypeTest, AlltoallvUnevenCounts) {
+  GlooBackend backend(g_context);
+  check_alltoallv_count_sets(backend, topology(), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest, ::testing::ValuesIn(kAllDtypes),

@@ -98,6 +98,12 @@ TEST_P(AllreduceTest, ZeroElements) {
   check_allreduce_zero_elements(backend, topology(), dtype, op);
 }
 
+TEST_P(AllreduceTest, ReducescatterShares) {
+  const auto [dtype, op, limit] = GetParam();
+  MpiBackend backend(g_context, limit);
+  check_reducescatter_shares(backend, topology(), dtype, op, 23);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
                          ::testing::Combine(::testing::ValuesIn(kAllDtypes),
                                             ::testing::ValuesIn(kBackendOps),
@@ -137,6 +143,13 @@ TEST_P(BackendDtypeTest, InvalidArgumentsRejected) {
   const auto [dtype, limit] = GetParam();
   MpiBackend backend(g_context, limit);
   check_invalid_arguments_rejected(backend, topology(), dtype);
+  check_alltoall_reducescatter_arguments_rejected(backend, topology(), dtype);
+}
+
+TEST_P(BackendDtypeTest, AlltoallvUnevenCounts) {
+  const auto [dtype, limit] = GetParam();
+  MpiBackend backend(g_context, limit);
+  check_alltoallv_count_sets(backend, topology(), dtype);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest,

@@ -248,7 +248,130 @@ TEST(MismatchTest, NameReusableAfterMismatch) {
   }
 }
 
+// Alltoall: dtype and the dimensions after the first must agree; each
+// rank's splits must add up to its first dimension.
+TEST(MismatchTest, AlltoallDtype) {
+  const std::string name = "mm.alltoall.dtype";
+  Buffer t(my_rank() == 0 ? DataType::kFloat32 : DataType::kInt32, 2 * world());
+  auto error = error_of([&] { return hvd::alltoall_async(t.view(), {}, name); });
+  expect_error<hvd::Mismatch>(
+      error,
+      {name, "alltoall", "dtype", hvd::dtype_name(DataType::kFloat32),
+       hvd::dtype_name(DataType::kInt32)},
+      {0, 1}, name);
+  expect_healthy(name);
+}
+
+TEST(MismatchTest, AlltoallTrailingDimensions) {
+  const std::string name = "mm.alltoall.dims";
+  const std::vector<std::int64_t> a = {world(), 3}, b = {world(), 4};
+  Buffer t(DataType::kFloat32, my_rank() == 0 ? a : b);
+  auto error = error_of([&] { return hvd::alltoall_async(t.view(), {}, name); });
+  expect_error<hvd::Mismatch>(error, {name, "shape", hvd::shape_str(a), hvd::shape_str(b)}, {0, 1},
+                              name);
+  expect_healthy(name);
+}
+
+// The last rank's splits add up to one row more than it has.
+TEST(MismatchTest, AlltoallSplitsSumOnOneRank) {
+  const std::string name = "mm.alltoall.splits";
+  const int bad = world() - 1;
+  Buffer t(DataType::kInt64, {world(), 2});
+  std::vector<std::int64_t> splits(world(), 1);
+  if (my_rank() == bad) splits[0] = 2;
+  auto error = error_of([&] { return hvd::alltoall_async(t.view(), splits, name); });
+  expect_error<hvd::InvalidArgument>(error, {name, "sum to"}, {bad}, name);
+  expect_healthy(name);
+}
+
+TEST(MismatchTest, ReducescatterShape) {
+  const std::string name = "mm.reducescatter.shape";
+  Buffer t(DataType::kFloat32, my_rank() == 0 ? 4 : 5);
+  auto error = error_of([&] { return hvd::reducescatter_async(t.view(), name, ReduceOp::kSum); });
+  expect_error<hvd::Mismatch>(error, {name, "reducescatter", "shape", hvd::shape_str({4}),
+                                      hvd::shape_str({5})},
+                              {0, 1}, name);
+  expect_healthy(name);
+}
+
+// Max on the last rank only (the others pass Sum): InvalidArgument, not a
+// mismatch, on every rank.
+TEST(MismatchTest, ReducescatterMaxOnOneRank) {
+  const std::string name = "mm.reducescatter.max";
+  const int bad = world() - 1;
+  Buffer t(DataType::kFloat32, 4);
+  auto error = error_of([&] {
+    return hvd::reducescatter_async(t.view(), name,
+                                    my_rank() == bad ? ReduceOp::kMax : ReduceOp::kSum);
+  });
+  expect_error<hvd::InvalidArgument>(error, {name, "Sum or Average", "Max"}, {bad}, name);
+  expect_healthy(name);
+}
+
 // ---- Invalid calls (any number of ranks) ------------------------------------
+
+// Alltoall and reducescatter arguments every rank gets wrong alike.
+TEST(InvalidArgs, AlltoallAndReducescatter) {
+  {
+    const std::string name = "bad.alltoall.indivisible";
+    Buffer t(DataType::kFloat32, 2 * world() + 1);
+    auto error = error_of([&] { return hvd::alltoall_async(t.view(), {}, name); });
+    if (world() == 1) {
+      EXPECT_FALSE(error) << error_message(error);
+    } else {
+      expect_error<hvd::InvalidArgument>(error, {name, "not divisible"}, {}, name);
+    }
+  }
+  {
+    const std::string name = "bad.alltoall.negative";
+    Buffer t(DataType::kFloat32, 1);
+    std::vector<std::int64_t> splits(world(), 0);
+    splits[0] = -1;
+    auto error = error_of([&] { return hvd::alltoall_async(t.view(), splits, name); });
+    expect_error<hvd::InvalidArgument>(error, {name, "negative split"}, {my_rank()}, name);
+  }
+  {
+    const std::string name = "bad.alltoall.count";
+    Buffer t(DataType::kFloat32, 1);
+    auto error = error_of([&] {
+      return hvd::alltoall_async(t.view(), std::vector<std::int64_t>(world() + 1, 0), name);
+    });
+    expect_error<hvd::InvalidArgument>(error, {name, "entries"}, {}, name);
+  }
+  {
+    const std::string name = "bad.alltoall.null";
+    TensorView t(nullptr, DataType::kFloat32, {world()});
+    auto error = error_of([&] { return hvd::alltoall_async(t, {}, name); });
+    expect_error<hvd::InvalidArgument>(error, {name, "null"}, {}, name);
+  }
+  {
+    const std::string name = "bad.alltoall.scalar";
+    float x = 1;
+    auto error = error_of([&] { return hvd::alltoall_async(hvd::view(&x, {}), {}, name); });
+    expect_error<hvd::InvalidArgument>(error, {name, "dimension"}, {}, name);
+  }
+  {
+    const std::string name = "bad.reducescatter.min";
+    Buffer t(DataType::kInt32, 4);
+    auto error =
+        error_of([&] { return hvd::reducescatter_async(t.view(), name, ReduceOp::kMin); });
+    expect_error<hvd::InvalidArgument>(error, {name, "Sum or Average"}, {}, name);
+  }
+  {
+    const std::string name = "bad.reducescatter.bool.average";
+    Buffer t(DataType::kBool, 4);
+    auto error = error_of([&] { return hvd::reducescatter_async(t.view(), name); });
+    expect_error<hvd::InvalidArgument>(error, {name, "bool"}, {}, name);
+  }
+  {
+    const std::string name = "bad.reducescatter.null";
+    TensorView t(nullptr, DataType::kFloat32, {3});
+    auto error = error_of([&] { return hvd::reducescatter_async(t, name); });
+    expect_error<hvd::InvalidArgument>(error, {name, "null"}, {}, name);
+  }
+  expect_healthy("bad alltoall/reducescatter");
+}
+
 
 // Submitting a name that is still in flight on this rank is an
 // InvalidArgument at submission; the first operation still completes.

@@ -34,6 +34,7 @@ void expect_equal(const Request& a, const Request& b) {
   EXPECT_EQ(a.prescale_factor, b.prescale_factor);
   EXPECT_EQ(a.postscale_factor, b.postscale_factor);
   EXPECT_EQ(a.device, b.device);
+  EXPECT_EQ(a.splits, b.splits);
   EXPECT_EQ(a.error, b.error);
 }
 
@@ -52,18 +53,51 @@ TEST(MessageTest, RequestListRoundTrip) {
   expect_equal(back.requests[1], list.requests[1]);
 }
 
+TEST(MessageTest, AlltoallAndReducescatterRoundTrip) {
+  RequestList list;
+  list.requests = {sample_request(2, "tokens"), sample_request(0, "grads")};
+  list.requests[0].op_type = OpType::kAlltoall;
+  list.requests[0].splits = {3, 0, 1, 7};
+  list.requests[1].op_type = OpType::kReducescatter;
+  list.requests[1].reduce_op = ReduceOp::kAverage;
+  RequestList back = parse_request_list(serialize(list));
+  ASSERT_EQ(back.requests.size(), 2u);
+  expect_equal(back.requests[0], list.requests[0]);
+  expect_equal(back.requests[1], list.requests[1]);
+
+  ResponseList responses;
+  Response alltoall;
+  alltoall.op_type = OpType::kAlltoall;
+  alltoall.name = "tokens";
+  alltoall.splits = {1, 2, 0, 3};  // 2 x 2, row r = rank r's splits
+  Response reducescatter;
+  reducescatter.op_type = OpType::kReducescatter;
+  reducescatter.name = "grads";
+  responses.responses = {alltoall, reducescatter};
+  ResponseList parsed = parse_response_list(serialize(responses));
+  ASSERT_EQ(parsed.responses.size(), 2u);
+  EXPECT_EQ(parsed.responses[0].op_type, OpType::kAlltoall);
+  EXPECT_EQ(parsed.responses[0].splits, alltoall.splits);
+  EXPECT_EQ(parsed.responses[1].op_type, OpType::kReducescatter);
+  EXPECT_TRUE(parsed.responses[1].splits.empty());
+  EXPECT_STREQ(op_type_name(OpType::kAlltoall), "alltoall");
+  EXPECT_STREQ(op_type_name(OpType::kReducescatter), "reducescatter");
+}
+
 TEST(MessageTest, EmptyListsRoundTrip) {
   RequestList requests = parse_request_list(serialize(RequestList{}));
   EXPECT_FALSE(requests.shutdown);
   EXPECT_TRUE(requests.requests.empty());
   ResponseList responses = parse_response_list(serialize(ResponseList{}));
   EXPECT_TRUE(responses.shutdown_ranks.empty());
+  EXPECT_TRUE(responses.stall_error.empty());
   EXPECT_TRUE(responses.responses.empty());
 }
 
 TEST(MessageTest, ResponseListRoundTrip) {
   ResponseList list;
   list.shutdown_ranks = {0, 5};
+  list.stall_error = "tensor 'w' (allreduce) submitted by rank 0; missing on rank 1";
   Response ok;
   ok.op_type = OpType::kAllgather;
   ok.name = "embeddings";
@@ -77,6 +111,7 @@ TEST(MessageTest, ResponseListRoundTrip) {
 
   ResponseList back = parse_response_list(serialize(list));
   EXPECT_EQ(back.shutdown_ranks, list.shutdown_ranks);
+  EXPECT_EQ(back.stall_error, list.stall_error);
   ASSERT_EQ(back.responses.size(), 2u);
   EXPECT_EQ(back.responses[0].op_type, OpType::kAllgather);
   EXPECT_EQ(back.responses[0].name, "embeddings");
@@ -103,6 +138,10 @@ TEST(MessageTest, InvalidEnumIsRejected) {
   // Layout: shutdown(1) count(8) rank(4) op_type(1) ...
   bytes[1 + 8 + 4] = 9;
   EXPECT_THROW(parse_request_list(bytes), Error);
+  bytes[1 + 8 + 4] = kNumOpTypes;  // one past the last operation
+  EXPECT_THROW(parse_request_list(bytes), Error);
+  bytes[1 + 8 + 4] = kNumOpTypes - 1;
+  EXPECT_EQ(parse_request_list(bytes).requests[0].op_type, OpType::kReducescatter);
 }
 
 TEST(MessageTest, ErrorKindsMapToExceptionTypes) {

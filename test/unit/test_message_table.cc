@@ -146,5 +146,114 @@ TEST(BuildResponseTest, BoolAverageIsRejected) {
   EXPECT_EQ(build_response(requests).error_kind, ErrorKind::kNone);
 }
 
+// ---- Alltoall
+
+std::vector<Request> alltoall_requests(const std::vector<std::vector<std::int64_t>>& splits,
+                                       const std::vector<std::int64_t>& first_dims) {
+  std::vector<Request> requests = agreeing(static_cast<int>(first_dims.size()), "tokens");
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    requests[r].op_type = OpType::kAlltoall;
+    requests[r].shape = {first_dims[r], 2};
+    requests[r].splits = splits[r];
+  }
+  return requests;
+}
+
+TEST(BuildResponseTest, AlltoallCarriesTheSplitsMatrix) {
+  auto requests = alltoall_requests({{1, 0, 2}, {0, 0, 0}, {3, 1, 1}}, {3, 0, 5});
+  Response r = build_response(requests);
+  EXPECT_EQ(r.error_kind, ErrorKind::kNone) << r.error_message;
+  EXPECT_EQ(r.splits, (std::vector<std::int64_t>{1, 0, 2, 0, 0, 0, 3, 1, 1}));
+}
+
+TEST(BuildResponseTest, AlltoallEmptySplitsAreEqualParts) {
+  auto requests = alltoall_requests({{}, {}}, {4, 6});
+  Response r = build_response(requests);
+  EXPECT_EQ(r.error_kind, ErrorKind::kNone) << r.error_message;
+  EXPECT_EQ(r.splits, (std::vector<std::int64_t>{2, 2, 3, 3}));
+
+  requests[1].shape = {5, 2};
+  Response bad = build_response(requests);
+  EXPECT_EQ(bad.error_kind, ErrorKind::kInvalidArgument);
+  EXPECT_TRUE(contains(bad.error_message, "rank 1: no splits given")) << bad.error_message;
+  EXPECT_TRUE(contains(bad.error_message, "not divisible")) << bad.error_message;
+}
+
+TEST(BuildResponseTest, AlltoallBadSplitsNameTheRank) {
+  // Wrong sum on rank 1, negative on rank 0, wrong length on rank 2.
+  auto requests = alltoall_requests({{4, -1, 0}, {1, 1, 1}, {1, 1}}, {3, 4, 2});
+  Response r = build_response(requests);
+  EXPECT_EQ(r.error_kind, ErrorKind::kInvalidArgument);
+  EXPECT_TRUE(contains(r.error_message, "'tokens'")) << r.error_message;
+  EXPECT_TRUE(contains(r.error_message, "rank 0: negative split -1")) << r.error_message;
+  EXPECT_TRUE(contains(r.error_message, "rank 1: splits [1, 1, 1] sum to 3 but the first "
+                                        "dimension is 4"))
+      << r.error_message;
+  EXPECT_TRUE(contains(r.error_message, "rank 2: splits have 2 entries")) << r.error_message;
+}
+
+TEST(BuildResponseTest, AlltoallDtypeAndTrailingDimensionsMustAgree) {
+  auto requests = alltoall_requests({{1, 1}, {1, 1}}, {2, 2});
+  requests[1].dtype = DataType::kInt32;
+  Response dtype = build_response(requests);
+  EXPECT_EQ(dtype.error_kind, ErrorKind::kMismatch);
+  EXPECT_TRUE(contains(dtype.error_message, "mismatch in alltoall")) << dtype.error_message;
+  EXPECT_TRUE(contains(dtype.error_message, "int32 on rank 1")) << dtype.error_message;
+
+  requests = alltoall_requests({{1, 1}, {1, 1}}, {2, 2});
+  requests[0].shape = {2, 3};
+  Response dims = build_response(requests);
+  EXPECT_EQ(dims.error_kind, ErrorKind::kMismatch);
+  EXPECT_TRUE(contains(dims.error_message, "shape beyond the first dimension"))
+      << dims.error_message;
+}
+
+// ---- Reducescatter
+
+std::vector<Request> reducescatter_requests(int size) {
+  std::vector<Request> requests = agreeing(size, "grads");
+  for (Request& r : requests) r.op_type = OpType::kReducescatter;
+  return requests;
+}
+
+TEST(BuildResponseTest, ReducescatterChecksLikeAllreduce) {
+  EXPECT_EQ(build_response(reducescatter_requests(3)).error_kind, ErrorKind::kNone);
+  const std::pair<const char*, void (*)(Request&)> cases[] = {
+      {"shape differs", [](Request& r) { r.shape = {5, 2}; }},
+      {"reduce op differs", [](Request& r) { r.reduce_op = ReduceOp::kSum; }},
+      {"prescale factor differs", [](Request& r) { r.prescale_factor = 2; }},
+      {"postscale factor differs", [](Request& r) { r.postscale_factor = 2; }},
+  };
+  for (const auto& [field, change] : cases) {
+    auto requests = reducescatter_requests(3);
+    change(requests[2]);
+    Response r = build_response(requests);
+    EXPECT_EQ(r.error_kind, ErrorKind::kMismatch) << field;
+    EXPECT_TRUE(contains(r.error_message, field)) << r.error_message;
+  }
+}
+
+TEST(BuildResponseTest, ReducescatterOnlySumOrAverage) {
+  for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+    auto requests = reducescatter_requests(2);
+    for (auto& r : requests) r.reduce_op = op;
+    Response r = build_response(requests);
+    EXPECT_EQ(r.error_kind, ErrorKind::kInvalidArgument) << reduce_op_name(op);
+    EXPECT_TRUE(contains(r.error_message, "Sum or Average")) << r.error_message;
+  }
+  // Max on one rank only: still an invalid argument, naming that rank.
+  auto requests = reducescatter_requests(3);
+  requests[1].reduce_op = ReduceOp::kMax;
+  Response r = build_response(requests);
+  EXPECT_EQ(r.error_kind, ErrorKind::kInvalidArgument);
+  EXPECT_TRUE(contains(r.error_message, "rank 1: Max")) << r.error_message;
+
+  requests = reducescatter_requests(2);
+  for (auto& q : requests) q.dtype = DataType::kBool;
+  EXPECT_EQ(build_response(requests).error_kind, ErrorKind::kInvalidArgument);  // Average
+  for (auto& q : requests) q.reduce_op = ReduceOp::kSum;
+  EXPECT_EQ(build_response(requests).error_kind, ErrorKind::kNone);
+}
+
 }  // namespace
 }  // namespace hvd

@@ -499,3 +499,31 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace hvd
+
+namespace hvd {
+namespace {
+
+// scale_copy out of place gives what scale_in_place gives, and leaves its
+// source alone, for every dtype.
+TEST(ScaleCopyTest, OutOfPlaceMatchesInPlaceAndKeepsSource) {
+  for (int d = 0; d < kNumDataTypes; ++d) {
+    const DataType dtype = static_cast<DataType>(d);
+    const std::size_t count = 37, bytes = count * dtype_size(dtype);
+    std::vector<unsigned char> src(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>(i * 7 % 5);
+    if (dtype == DataType::kBool) {
+      for (auto& b : src) b = b % 2;
+    }
+    for (auto [divisor, factor] : {std::pair{1.0, 1.0}, {3.0, 1.0}, {2.0, 0.5}, {1.0, -4.0}}) {
+      const std::vector<unsigned char> original = src;
+      std::vector<unsigned char> expected = src, out(bytes, 0xAB);
+      scale_in_place(dtype, expected.data(), count, divisor, factor);
+      scale_copy(dtype, src.data(), out.data(), count, divisor, factor);
+      EXPECT_EQ(out, expected) << dtype_name(dtype) << " /" << divisor << " *" << factor;
+      EXPECT_EQ(src, original) << dtype_name(dtype);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hvd

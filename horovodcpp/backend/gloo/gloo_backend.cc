@@ -2,6 +2,7 @@
 
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
 #include <gloo/broadcast.h>
 
 #include <cstring>
@@ -123,6 +124,54 @@ void GlooBackend::allgatherv(const void* input, void* output,
       gloo::allgatherv(options);
     });
   });
+}
+
+void GlooBackend::alltoallv(const void* input, const std::vector<std::size_t>& send_counts,
+                            void* output, const std::vector<std::size_t>& recv_counts,
+                            DataType dtype) {
+  check_dtype(dtype);
+  const Topology& topology = context_->topology();
+  HVD_CHECK_EQ(send_counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
+               "alltoallv needs one send count per rank");
+  HVD_CHECK_EQ(recv_counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
+               "alltoallv needs one receive count per rank");
+  std::vector<std::int64_t> send(send_counts.begin(), send_counts.end());
+  std::vector<std::int64_t> recv(recv_counts.begin(), recv_counts.end());
+  // Gloo registers both buffers even when empty: give it a valid address.
+  std::uint64_t placeholder = 0;
+  void* in = input ? const_cast<void*>(input) : &placeholder;
+  void* out = output ? output : &placeholder;
+  with_element_type(dtype, [&](auto* typed) {
+    using T = std::remove_pointer_t<decltype(typed)>;
+    gloo_call("alltoallv", [&] {
+      gloo::AlltoallvOptions options(context_->data());
+      options.setInput(static_cast<T*>(in), send);
+      options.setOutput(static_cast<T*>(out), recv);
+      options.setTag(next_tag());
+      gloo::alltoallv(options);
+    });
+  });
+}
+
+void GlooBackend::reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
+                                DataType dtype, ReduceOp op) {
+  check_dtype(dtype);
+  check_reduce_op(op);
+  const Topology& topology = context_->topology();
+  HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
+               "reducescatter needs one count per rank");
+  std::size_t total = 0, my_offset = 0;
+  for (int r = 0; r < topology.size; ++r) {
+    if (r == topology.rank) my_offset = total;
+    total += counts[r];
+  }
+  allreduce(buffer, total, dtype, op);
+  const std::size_t mine = counts[topology.rank];
+  if (mine > 0) {
+    const std::size_t element_size = dtype_size(dtype);
+    std::memcpy(output, static_cast<char*>(buffer) + my_offset * element_size,
+                mine * element_size);
+  }
 }
 
 }  // namespace hvd

@@ -25,6 +25,17 @@ class GlooBackend : public Backend {
   void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
                   DataType dtype) override;
   void broadcast(void* buffer, std::size_t count, DataType dtype, int root) override;
+  // gloo::alltoallv.
+  void alltoallv(const void* input, const std::vector<std::size_t>& send_counts, void* output,
+                 const std::vector<std::size_t>& recv_counts, DataType dtype) override;
+  // An allreduce of the whole buffer (with reduce_into), then this rank's
+  // share is copied out. Gloo's own ReduceScatterHalvingDoubling is an
+  // algorithm of the older typed API whose reduction is a plain function
+  // pointer per element type: it cannot carry the dtype and op that
+  // float16/bfloat16, bool and wrapping integers need. The allreduce moves
+  // about twice the data of a true reduce-scatter.
+  void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
+                     DataType dtype, ReduceOp op) override;
 
  private:
   // Same order of collectives on every rank: the same tag everywhere.

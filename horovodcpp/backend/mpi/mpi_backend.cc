@@ -20,6 +20,21 @@ void for_each_chunk(std::size_t count, std::size_t max, Fn&& fn) {
   }
 }
 
+// Element offsets of consecutive blocks of `counts`; returns the total.
+std::size_t offsets_of(const std::vector<std::size_t>& counts, std::vector<std::size_t>& offsets) {
+  offsets.resize(counts.size());
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    offsets[r] = total;
+    total += counts[r];
+  }
+  return total;
+}
+
+std::vector<int> to_ints(const std::vector<std::size_t>& values) {
+  return std::vector<int>(values.begin(), values.end());
+}
+
 }  // namespace
 
 MpiBackend::MpiBackend(std::shared_ptr<MpiContext> context, std::size_t max_elements_per_call)
@@ -144,6 +159,105 @@ void MpiBackend::allgatherv(const void* input, void* output, const std::vector<s
   if (!in_place && my_count > 0) std::memcpy(my_slot, input, my_count * element_size);
   for (int r = 0; r < topology.size; ++r) {
     chunked_broadcast(out + offsets[r] * element_size, counts[r], dtype, r);
+  }
+}
+
+void MpiBackend::alltoallv(const void* input, const std::vector<std::size_t>& send_counts,
+                           void* output, const std::vector<std::size_t>& recv_counts,
+                           DataType dtype) {
+  const Topology& topology = context_->topology();
+  HVD_CHECK_EQ(send_counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
+               "alltoallv needs one send count per rank");
+  HVD_CHECK_EQ(recv_counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
+               "alltoallv needs one receive count per rank");
+  const MPI_Datatype datatype = mpi_datatype(dtype);
+  std::vector<std::size_t> send_offsets, recv_offsets;
+  const std::size_t send_total = offsets_of(send_counts, send_offsets);
+  const std::size_t recv_total = offsets_of(recv_counts, recv_offsets);
+  // Counts and displacements are ints; whether they fit is known per rank,
+  // and every rank must take the same path.
+  int too_large = std::max(send_total, recv_total) > chunk_elements(dtype) ? 1 : 0;
+  HVD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &too_large, 1, MPI_INT, MPI_MAX,
+                              context_->data_comm()));
+  if (too_large) {
+    pairwise_alltoallv(static_cast<const char*>(input), send_counts, static_cast<char*>(output),
+                       recv_counts, dtype);
+    return;
+  }
+  const std::vector<int> int_send_counts = to_ints(send_counts);
+  const std::vector<int> int_send_offsets = to_ints(send_offsets);
+  const std::vector<int> int_recv_counts = to_ints(recv_counts);
+  const std::vector<int> int_recv_offsets = to_ints(recv_offsets);
+  HVD_MPI_CHECK(MPI_Alltoallv(input, int_send_counts.data(), int_send_offsets.data(), datatype,
+                              output, int_recv_counts.data(), int_recv_offsets.data(), datatype,
+                              context_->data_comm()));
+}
+
+void MpiBackend::pairwise_alltoallv(const char* input, const std::vector<std::size_t>& send_counts,
+                                    char* output, const std::vector<std::size_t>& recv_counts,
+                                    DataType dtype) {
+  const Topology& topology = context_->topology();
+  const MPI_Datatype datatype = mpi_datatype(dtype);
+  const std::size_t element_size = dtype_size(dtype);
+  std::vector<std::size_t> send_offsets, recv_offsets;
+  offsets_of(send_counts, send_offsets);
+  offsets_of(recv_counts, recv_offsets);
+  const int size = topology.size, rank = topology.rank;
+  if (recv_counts[rank] > 0) {
+    std::memcpy(output + recv_offsets[rank] * element_size,
+                input + send_offsets[rank] * element_size, recv_counts[rank] * element_size);
+  }
+  // Step k: send to rank + k, receive from rank - k. Both ends of a
+  // direction split its count into the same chunks, and MPI keeps messages
+  // between two ranks in order.
+  constexpr int kTag = 0x2a11;
+  const std::size_t chunk = chunk_elements(dtype);
+  std::vector<MPI_Request> requests;
+  for (int k = 1; k < size; ++k) {
+    const int to = (rank + k) % size, from = (rank - k + size) % size;
+    requests.clear();
+    for_each_chunk(recv_counts[from], chunk, [&](std::size_t offset, int n) {
+      requests.emplace_back();
+      HVD_MPI_CHECK(MPI_Irecv(output + (recv_offsets[from] + offset) * element_size, n, datatype,
+                              from, kTag, context_->data_comm(), &requests.back()));
+    });
+    for_each_chunk(send_counts[to], chunk, [&](std::size_t offset, int n) {
+      requests.emplace_back();
+      HVD_MPI_CHECK(MPI_Isend(input + (send_offsets[to] + offset) * element_size, n, datatype, to,
+                              kTag, context_->data_comm(), &requests.back()));
+    });
+    HVD_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                              MPI_STATUSES_IGNORE));
+  }
+}
+
+void MpiBackend::reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
+                               DataType dtype, ReduceOp op) {
+  const Topology& topology = context_->topology();
+  HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
+               "reducescatter needs one count per rank");
+  // Both look-ups validate before any communication, as in allreduce.
+  const MPI_Datatype datatype = mpi_datatype(dtype);
+  const MPI_Op mpi_reduce_op = mpi_op(dtype, op);
+  std::vector<std::size_t> offsets;
+  const std::size_t total = offsets_of(counts, offsets);
+  if (total == 0) return;  // the same counts on every rank: nobody communicates
+  char* bytes = static_cast<char*>(buffer);
+  if (total <= chunk_elements(dtype)) {
+    const std::vector<int> int_counts = to_ints(counts);
+    HVD_MPI_CHECK(MPI_Reduce_scatter(bytes, output, int_counts.data(), datatype, mpi_reduce_op,
+                                     context_->data_comm()));
+    return;
+  }
+  // Each rank's share in turn, reduced to it in chunks.
+  const std::size_t element_size = dtype_size(dtype);
+  char* out = static_cast<char*>(output);
+  for (int r = 0; r < topology.size; ++r) {
+    for_each_chunk(counts[r], chunk_elements(dtype), [&](std::size_t offset, int n) {
+      HVD_MPI_CHECK(MPI_Reduce(bytes + (offsets[r] + offset) * element_size,
+                               r == topology.rank ? out + offset * element_size : nullptr, n,
+                               datatype, mpi_reduce_op, r, context_->data_comm()));
+    });
   }
 }
 

@@ -30,11 +30,23 @@ class MpiBackend : public Backend {
   void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
                   DataType dtype) override;
   void broadcast(void* buffer, std::size_t count, DataType dtype, int root) override;
+  // One MPI_Alltoallv when every rank's counts and displacements fit the
+  // per-call limit (the ranks agree on that with a one-int MPI_Allreduce),
+  // else a pairwise exchange of chunked MPI_Isend/MPI_Irecv.
+  void alltoallv(const void* input, const std::vector<std::size_t>& send_counts, void* output,
+                 const std::vector<std::size_t>& recv_counts, DataType dtype) override;
+  // MPI_Reduce_scatter, or chunked MPI_Reduce to each rank in turn when the
+  // total exceeds the per-call limit.
+  void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
+                     DataType dtype, ReduceOp op) override;
 
  private:
   MPI_Datatype mpi_datatype(DataType dtype) const;
   MPI_Op mpi_op(DataType dtype, ReduceOp op) const;
   void chunked_broadcast(char* buffer, std::size_t count, DataType dtype, int root);
+  void pairwise_alltoallv(const char* input, const std::vector<std::size_t>& send_counts,
+                          char* output, const std::vector<std::size_t>& recv_counts,
+                          DataType dtype);
   // Elements of `dtype` one MPI call moves at most.
   std::size_t chunk_elements(DataType dtype) const;
 

@@ -64,6 +64,29 @@ Tensor allgather(const TensorView& input, const std::string& name = "");
 Work broadcast_async(const TensorView& tensor, int root_rank, const std::string& name = "");
 void broadcast(const TensorView& tensor, int root_rank, const std::string& name = "");
 
+// Alltoall: this rank sends splits[j] rows (first-dimension slices) of
+// `input` to rank j, in rank order; empty `splits` sends equal parts (the
+// first dimension must then be divisible by size()). The result, allocated
+// by the library, concatenates in rank order the rows every rank sent to
+// this one: Work::output(); how many rows came from each rank:
+// Work::received_splits().
+Work alltoall_async(const TensorView& input, const std::vector<std::int64_t>& splits = {},
+                    const std::string& name = "");
+Tensor alltoall(const TensorView& input, const std::vector<std::int64_t>& splits = {},
+                const std::string& name = "",
+                std::vector<std::int64_t>* received_splits = nullptr);
+
+// Reducescatter: reduces `input` (same shape on every rank) like allreduce,
+// and rank r receives its share of the first dimension: rows are split as
+// evenly as possible, the first (rows % size) ranks getting one row more
+// (as Horovod does). `op` is Sum or Average. Result: Work::output().
+Work reducescatter_async(const TensorView& input, const std::string& name = "",
+                         ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
+                         double postscale_factor = 1.0);
+Tensor reducescatter(const TensorView& input, const std::string& name = "",
+                     ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
+                     double postscale_factor = 1.0);
+
 // Returns once every rank has called barrier().
 void barrier();
 

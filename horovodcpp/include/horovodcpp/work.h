@@ -5,6 +5,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "horovodcpp/tensor.h"
 
@@ -27,8 +28,11 @@ class Work {
   bool poll() const;
   // The error of a completed operation; null if it succeeded or is running.
   std::exception_ptr error() const;
-  // The library-allocated output (allgather); waits for completion first.
+  // The library-allocated output (allgather, alltoall, reducescatter);
+  // waits for completion first.
   const Tensor& output() const;
+  // Alltoall: rows received from each rank; waits for completion first.
+  const std::vector<std::int64_t>& received_splits() const;
 
   bool valid() const { return state_ != nullptr; }
 

@@ -1,0 +1,25 @@
+// Tensor fusion planning: which allreduces of one cycle share a fusion
+// buffer. Every rank plans from the same agreed responses and the same
+// (validated) shapes, so every rank forms the same groups in the same order.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace hvd {
+
+struct FusionCandidate {
+  bool fusable = false;  // an allreduce that negotiated without error
+  std::string key;       // only equal keys fuse: dtype, op, scale factors, device
+  std::size_t bytes = 0; // what it takes in the fusion buffer
+};
+
+// Groups of candidate indices, in execution order (a group runs where its
+// first member stands). A group's bytes add up to at most `threshold`; a
+// candidate larger than that, or not fusable, is a group of its own.
+// threshold 0 disables fusion.
+std::vector<std::vector<std::size_t>> plan_fusion(const std::vector<FusionCandidate>& candidates,
+                                                  std::size_t threshold);
+
+}  // namespace hvd

@@ -34,7 +34,9 @@ cmake --build "$build_dir" -j "$(nproc)"
 # Install hvdrun, the library and its CMake package (default /usr/local),
 # so `hvdrun` is on PATH and find_package(horovodcpp) works.
 prefix=${HVD_PREFIX:-/usr/local}
-sudo_cmd=""; [ -w "$prefix" ] || sudo_cmd="sudo"
+mkdir -p "$prefix" 2>/dev/null || true
+sudo_cmd=""; [ "$(id -u)" -eq 0 ] || [ -w "$prefix" ] || sudo_cmd="sudo"
+$sudo_cmd mkdir -p "$prefix"
 $sudo_cmd cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 [ "$(id -u)" -ne 0 ] || ldconfig
 echo "setup: installed hvdrun and libhorovodcpp under $prefix"

@@ -331,7 +331,9 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
     (or HOROVODCPP_CONTROLLER)      HOROVOD_CPU_OPERATIONS / HOROVOD_CONTROLLER)
   HOROVODCPP_FUSION_THRESHOLD       fusion buffer bytes (default 64 MiB; 0 disables)
   HOROVODCPP_CACHE_CAPACITY         response cache entries (*)
-  HOROVODCPP_TIMELINE               timeline output file (*)
+  HOROVODCPP_TIMELINE               rank 0 writes a Chrome-trace timeline to this file
+  HOROVODCPP_TIMELINE_MARK_CYCLES   1: mark each coordinator cycle in the timeline
+  HOROVODCPP_TIMELINE_MAX_BYTES     the timeline stops growing here (default 256 MiB)
   HOROVODCPP_STALL_CHECK_TIME_SECONDS     warn about tensors missing on some ranks
                                         after this many seconds (default 60; 0: off)
   HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS  fail every pending operation after this
@@ -341,8 +343,8 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
   HOROVODCPP_GLOO_FILE_STORE        Gloo without hvdrun: a directory shared by
                                     ranks on one host (with HOROVODCPP_RANK, _SIZE,
                                     _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE)
-  (*) forwarded to the ranks but not used yet: the response cache and the
-      timeline are not implemented in this version.
+  (*) forwarded to the ranks but not used yet: the response cache is not
+      implemented in this version.
 Environment read by hvdrun:
   HVDRUN_REMOTE_SHELL               default for --remote-shell
   SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE, SLURM_NTASKS, PBS_NODEFILE

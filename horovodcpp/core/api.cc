@@ -129,9 +129,109 @@ Tensor reducescatter(const TensorView& input, const std::string& name, ReduceOp 
   return reducescatter_async(input, name, op, prescale_factor, postscale_factor).output();
 }
 
+namespace {
+
+std::vector<Work> submit_group(OpType op_type, const std::string& name,
+                               const std::vector<TensorView>& inputs,
+                               const std::vector<TensorView>& outputs,
+                               ReduceOp op = ReduceOp::kSum, double prescale = 1.0,
+                               double postscale = 1.0) {
+  Request request;
+  request.op_type = op_type;
+  request.name = name;
+  request.reduce_op = op;
+  request.prescale_factor = prescale;
+  request.postscale_factor = postscale;
+  return current()->submit_group(request, inputs, outputs);
+}
+
+// Waits for every member (so none is left running on the caller's
+// buffers), then rethrows the first member's error.
+void wait_all(std::vector<Work>& works) {
+  std::exception_ptr first;
+  for (Work& work : works) {
+    try {
+      work.wait();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+std::vector<Tensor> outputs_of(std::vector<Work>& works) {
+  wait_all(works);
+  std::vector<Tensor> outputs;
+  outputs.reserve(works.size());
+  for (Work& work : works) outputs.push_back(work.output());
+  return outputs;
+}
+
+}  // namespace
+
+std::vector<Work> grouped_allreduce_async(const std::vector<TensorView>& tensors,
+                                          const std::string& name, ReduceOp op,
+                                          double prescale_factor, double postscale_factor) {
+  return submit_group(OpType::kAllreduce, name, tensors, tensors, op, prescale_factor,
+                      postscale_factor);
+}
+
+std::vector<Work> grouped_allreduce_async(const std::vector<TensorView>& inputs,
+                                          const std::vector<TensorView>& outputs,
+                                          const std::string& name, ReduceOp op,
+                                          double prescale_factor, double postscale_factor) {
+  return submit_group(OpType::kAllreduce, name, inputs, outputs, op, prescale_factor,
+                      postscale_factor);
+}
+
+void grouped_allreduce(const std::vector<TensorView>& tensors, const std::string& name,
+                       ReduceOp op, double prescale_factor, double postscale_factor) {
+  auto works = grouped_allreduce_async(tensors, name, op, prescale_factor, postscale_factor);
+  wait_all(works);
+}
+
+void grouped_allreduce(const std::vector<TensorView>& inputs,
+                       const std::vector<TensorView>& outputs, const std::string& name,
+                       ReduceOp op, double prescale_factor, double postscale_factor) {
+  auto works =
+      grouped_allreduce_async(inputs, outputs, name, op, prescale_factor, postscale_factor);
+  wait_all(works);
+}
+
+std::vector<Work> grouped_allgather_async(const std::vector<TensorView>& inputs,
+                                          const std::string& name) {
+  return submit_group(OpType::kAllgather, name, inputs, inputs);
+}
+
+std::vector<Tensor> grouped_allgather(const std::vector<TensorView>& inputs,
+                                      const std::string& name) {
+  auto works = grouped_allgather_async(inputs, name);
+  return outputs_of(works);
+}
+
+std::vector<Work> grouped_reducescatter_async(const std::vector<TensorView>& inputs,
+                                              const std::string& name, ReduceOp op,
+                                              double prescale_factor, double postscale_factor) {
+  return submit_group(OpType::kReducescatter, name, inputs, inputs, op, prescale_factor,
+                      postscale_factor);
+}
+
+std::vector<Tensor> grouped_reducescatter(const std::vector<TensorView>& inputs,
+                                          const std::string& name, ReduceOp op,
+                                          double prescale_factor, double postscale_factor) {
+  auto works = grouped_reducescatter_async(inputs, name, op, prescale_factor, postscale_factor);
+  return outputs_of(works);
+}
+
 void barrier() {
   TensorView nothing(nullptr, DataType::kUInt8, {0});
   submit(OpType::kBarrier, "", nothing, nothing).wait();
 }
+
+void start_timeline(const std::string& path, bool mark_cycles) {
+  current()->start_timeline(path, mark_cycles);
+}
+
+void stop_timeline() { current()->stop_timeline(); }
 
 }  // namespace hvd

@@ -1,6 +1,7 @@
 #include "core/collective_executor.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <sstream>
 #include <numeric>
@@ -29,8 +30,10 @@ std::int64_t row_elements(const std::vector<std::int64_t>& shape) {
 
 }  // namespace
 
-CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topology)
+CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topology,
+                                       Timeline* timeline)
     : backend_(backend),
+      timeline_(timeline),
       topology_(topology),
       fusion_threshold_(static_cast<std::size_t>(
           std::max<long long>(0, env_int("FUSION_THRESHOLD", kDefaultFusionThreshold)))) {}
@@ -55,6 +58,7 @@ void CollectiveExecutor::execute_all(const std::vector<Response>& responses, Ten
                                                          : r.reduce_op);
       c.bytes = entries.back().input.num_elements() *
                 (staged ? sizeof(float) : dtype_size(r.dtype));
+      c.group = r.group_id;  // a group's allreduces fuse together
     }
     candidates.push_back(std::move(c));
   }
@@ -91,6 +95,8 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
                   << " are not supported by this build (CPU tensors only)");
     Tensor output;
     std::vector<std::int64_t> received_splits;
+    const bool traced = tracing();
+    const auto op_start = traced ? TimelineClock::now() : TimelineClock::time_point();
     switch (response.op_type) {
       case OpType::kAllreduce:
         allreduce({&entry});
@@ -111,10 +117,26 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
         output = reducescatter(entry);
         break;
     }
+    if (response.op_type != OpType::kAllreduce && traced) {
+      trace({&entry}, op_event_name(response.op_type), op_start, TimelineClock::now());
+    }
     entry.work->complete(std::move(output), std::move(received_splits));
   } catch (...) {
     entry.work->fail(std::current_exception());
   }
+}
+
+void CollectiveExecutor::trace(const std::vector<const TensorEntry*>& group,
+                               const std::string& phase, TimelineClock::time_point from,
+                               TimelineClock::time_point to) {
+  for (const TensorEntry* entry : group) timeline_->complete(entry->request.name, phase, from, to);
+}
+
+// "MPI_ALLREDUCE", "GLOO_BROADCAST", ...
+std::string CollectiveExecutor::op_event_name(OpType op_type) const {
+  std::string name = std::string(backend_.name()) + "_" + op_type_name(op_type);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
 }
 
 bool CollectiveExecutor::stages_in_float32(DataType dtype, ReduceOp op) const {
@@ -124,6 +146,7 @@ bool CollectiveExecutor::stages_in_float32(DataType dtype, ReduceOp op) const {
 
 void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group) {
   const Request& request = group.front()->request;
+  const bool traced = tracing();  // once: start/stop may come from another thread
   const DataType dtype = request.dtype;
   const bool average = request.reduce_op == ReduceOp::kAverage;
   const ReduceOp op = average ? ReduceOp::kSum : request.reduce_op;
@@ -136,6 +159,7 @@ void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group)
     // (Average and postscale folded in): the result does not depend on the
     // backend's reduction order.
     if (staging_.size() < total) staging_.resize(total);
+    const auto t0 = traced ? TimelineClock::now() : TimelineClock::time_point();
     std::size_t offset = 0;
     for (const TensorEntry* entry : group) {
       const std::size_t n = entry->input.num_elements();
@@ -143,7 +167,9 @@ void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group)
                        request.prescale_factor);
       offset += n;
     }
+    const auto t1 = traced ? TimelineClock::now() : TimelineClock::time_point();
     backend_.allreduce(staging_.data(), total, DataType::kFloat32, op);
+    const auto t2 = traced ? TimelineClock::now() : TimelineClock::time_point();
     offset = 0;
     for (const TensorEntry* entry : group) {
       const std::size_t n = entry->input.num_elements();
@@ -151,13 +177,20 @@ void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group)
                           request.postscale_factor);
       offset += n;
     }
+    if (traced) {
+      trace(group, "MEMCPY_IN_FUSION_BUFFER", t0, t1);
+      trace(group, op_event_name(OpType::kAllreduce), t1, t2);
+      trace(group, "MEMCPY_OUT_FUSION_BUFFER", t2, TimelineClock::now());
+    }
     return;
   }
   if (group.size() == 1) {
     // Alone: reduce in the output itself, no fusion-buffer copies.
     const TensorEntry& entry = *group.front();
     scale_copy(dtype, entry.input.data, entry.output.data, total, 1.0, request.prescale_factor);
+    const auto t1 = traced ? TimelineClock::now() : TimelineClock::time_point();
     backend_.allreduce(entry.output.data, total, dtype, op);
+    if (traced) trace(group, op_event_name(OpType::kAllreduce), t1, TimelineClock::now());
     scale_in_place(dtype, entry.output.data, total, divisor, request.postscale_factor);
     return;
   }
@@ -166,18 +199,26 @@ void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group)
   const std::size_t element_size = dtype_size(dtype);
   if (fusion_buffer_.size() < total * element_size) fusion_buffer_.resize(total * element_size);
   unsigned char* buffer = fusion_buffer_.data();
+  const auto t0 = traced ? TimelineClock::now() : TimelineClock::time_point();
   std::size_t offset = 0;
   for (const TensorEntry* entry : group) {
     const std::size_t n = entry->input.num_elements();
     scale_copy(dtype, entry->input.data, buffer + offset, n, 1.0, request.prescale_factor);
     offset += n * element_size;
   }
+  const auto t1 = traced ? TimelineClock::now() : TimelineClock::time_point();
   backend_.allreduce(buffer, total, dtype, op);
+  const auto t2 = traced ? TimelineClock::now() : TimelineClock::time_point();
   offset = 0;
   for (const TensorEntry* entry : group) {
     const std::size_t n = entry->input.num_elements();
     scale_copy(dtype, buffer + offset, entry->output.data, n, divisor, request.postscale_factor);
     offset += n * element_size;
+  }
+  if (traced) {
+    trace(group, "MEMCPY_IN_FUSION_BUFFER", t0, t1);
+    trace(group, op_event_name(OpType::kAllreduce), t1, t2);
+    trace(group, "MEMCPY_OUT_FUSION_BUFFER", t2, TimelineClock::now());
   }
 }
 

@@ -9,13 +9,15 @@
 #include "core/controller.h"
 #include "core/message.h"
 #include "core/tensor_queue.h"
+#include "core/timeline.h"
 
 namespace hvd {
 
 class CollectiveExecutor {
  public:
   // Reads HOROVODCPP_FUSION_THRESHOLD (bytes; 0 disables fusion).
-  CollectiveExecutor(Backend& backend, const Topology& topology);
+  // `timeline` (may be null) receives each tensor's execution phases.
+  CollectiveExecutor(Backend& backend, const Topology& topology, Timeline* timeline = nullptr);
 
   // Runs one cycle's agreed responses in order, taking their entries from
   // `queue`; allreduces that can share the fusion buffer run as one.
@@ -33,7 +35,14 @@ class CollectiveExecutor {
                   std::vector<std::int64_t>& received_splits);
   Tensor reducescatter(const TensorEntry& entry);
 
+  bool tracing() const { return timeline_ && timeline_->active(); }
+  // One timeline event per tensor of `group` (when tracing).
+  void trace(const std::vector<const TensorEntry*>& group, const std::string& phase,
+             TimelineClock::time_point from, TimelineClock::time_point to);
+  std::string op_event_name(OpType op_type) const;
+
   Backend& backend_;
+  Timeline* timeline_;
   const Topology& topology_;
   std::size_t fusion_threshold_;
   std::vector<unsigned char> fusion_buffer_;  // grows to the threshold; reused

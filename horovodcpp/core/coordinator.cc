@@ -26,10 +26,12 @@ std::string shutdown_message(const std::vector<std::int32_t>& ranks) {
 
 }  // namespace
 
-Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& queue)
+Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
+                         Timeline* timeline)
     : controller_(controller),
       queue_(queue),
-      executor_(backend, controller.topology()),
+      timeline_(timeline),
+      executor_(backend, controller.topology(), timeline),
       table_(controller.topology().size),
       cycle_time_(read_cycle_time()) {}
 
@@ -69,7 +71,17 @@ void Coordinator::loop() {
 
 bool Coordinator::run_cycle() {
   RequestList mine;
-  mine.requests = queue_.pop_new_requests();
+  if (timeline_ && timeline_->active()) {
+    timeline_->cycle_mark();
+    std::vector<std::chrono::steady_clock::time_point> submitted;
+    mine.requests = queue_.pop_new_requests(&submitted);
+    const auto now = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < submitted.size(); ++i) {
+      timeline_->complete(mine.requests[i].name, "QUEUE", submitted[i], now);
+    }
+  } else {
+    mine.requests = queue_.pop_new_requests();
+  }
   mine.shutdown = stop_requested_;
   ResponseList agreed = negotiate(mine);
 
@@ -94,10 +106,19 @@ ResponseList Coordinator::negotiate(const RequestList& mine) {
       if (list.shutdown) responses.shutdown_ranks.push_back(static_cast<std::int32_t>(rank));
       for (Request& request : list.requests) {
         request.rank = static_cast<std::int32_t>(rank);
+        if (timeline_) {
+          timeline_->negotiate_arrival(request.name, request.rank, std::chrono::steady_clock::now());
+        }
         table_.add(std::move(request));
       }
     }
     responses.responses = table_.take_ready();
+    if (timeline_) {
+      const auto now = std::chrono::steady_clock::now();
+      for (const Response& response : responses.responses) {
+        timeline_->negotiate_done(response.name, now);
+      }
+    }
     responses.stall_error = stall_inspector_.inspect(table_).error;
     agreed = serialize(responses);
   }

@@ -14,13 +14,16 @@
 #include "core/message_table.h"
 #include "core/stall_inspector.h"
 #include "core/tensor_queue.h"
+#include "core/timeline.h"
 
 namespace hvd {
 
 class Coordinator {
  public:
   // Reads HOROVODCPP_CYCLE_TIME (milliseconds between cycles, default 1).
-  Coordinator(Controller& controller, Backend& backend, TensorQueue& queue);
+  // `timeline` (rank 0; may be null) receives the trace events.
+  Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
+              Timeline* timeline = nullptr);
   ~Coordinator();  // stop() + join
 
   void start();
@@ -36,6 +39,7 @@ class Coordinator {
 
   Controller& controller_;
   TensorQueue& queue_;
+  Timeline* timeline_;  // null unless rank 0
   CollectiveExecutor executor_;
   MessageTable table_;  // used on rank 0 only
   StallInspector stall_inspector_;  // used on rank 0 only; settings read at init

@@ -13,12 +13,16 @@ struct FusionCandidate {
   bool fusable = false;  // an allreduce that negotiated without error
   std::string key;       // only equal keys fuse: dtype, op, scale factors, device
   std::size_t bytes = 0; // what it takes in the fusion buffer
+  // Grouped allreduce (Request::group_id; empty: none): a group's members
+  // with equal keys fuse together whatever the threshold (even 0), as
+  // Horovod does, and never with tensors outside the group.
+  std::string group;
 };
 
 // Groups of candidate indices, in execution order (a group runs where its
 // first member stands). A group's bytes add up to at most `threshold`; a
 // candidate larger than that, or not fusable, is a group of its own.
-// threshold 0 disables fusion.
+// threshold 0 disables fusion (except within a group, see above).
 std::vector<std::vector<std::size_t>> plan_fusion(const std::vector<FusionCandidate>& candidates,
                                                   std::size_t threshold);
 

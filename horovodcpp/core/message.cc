@@ -123,6 +123,8 @@ std::string serialize(const RequestList& list) {
     w.scalar(static_cast<std::uint8_t>(r.device.type));
     w.scalar<std::int32_t>(r.device.index);
     w.dims(r.splits);
+    w.string(r.group_id);
+    w.scalar<std::int32_t>(r.group_size);
     w.string(r.error);
   }
   return w.take();
@@ -146,6 +148,8 @@ RequestList parse_request_list(const std::string& bytes) {
     q.device.type = checked_enum<DeviceType>(r.scalar<std::uint8_t>(), 2, "device");
     q.device.index = r.scalar<std::int32_t>();
     q.splits = r.dims();
+    q.group_id = r.string();
+    q.group_size = r.scalar<std::int32_t>();
     q.error = r.string();
   }
   r.expect_end();

@@ -36,6 +36,11 @@ struct Request {
   Device device;
   // Alltoall: rows (first-dimension slices) this rank sends to each rank.
   std::vector<std::int64_t> splits;
+  // Grouped collectives: the group's name (empty: not in a group) and how
+  // many members it has. Members are named "<group_id>.<index>"; rank 0
+  // releases them only once every member is ready on every rank.
+  std::string group_id;
+  std::int32_t group_size = 0;
   // Non-empty if the submission failed local validation; rank 0 then fails
   // the tensor on every rank with this message.
   std::string error;

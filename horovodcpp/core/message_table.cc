@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -186,10 +187,109 @@ std::vector<Response> MessageTable::take_ready() {
     for (Request& r : it->second) by_rank[r.rank] = std::move(r);
     pending_.erase(it);
     first_seen_.erase(name);
-    responses.push_back(build_response(by_rank));
+    // Grouped if any rank says so (a rank that does not is a mismatch,
+    // reported when the group is released).
+    const Request* grouped = nullptr;
+    for (const Request& r : by_rank) {
+      if (!r.group_id.empty()) {
+        grouped = &r;
+        break;
+      }
+    }
+    if (!grouped) {
+      responses.push_back(build_response(by_rank));
+      continue;
+    }
+    const std::string group_id = grouped->group_id;
+    auto& members = held_[group_id];
+    members.push_back(std::move(by_rank));
+    // Released once as many members are complete as the smallest group_size
+    // any rank gave (ranks that disagree on it fail the group then).
+    std::int64_t target = std::numeric_limits<std::int64_t>::max();
+    for (const auto& member : members) {
+      for (const Request& r : member) target = std::min<std::int64_t>(target, r.group_size);
+    }
+    if (static_cast<std::int64_t>(members.size()) >= target) {
+      std::vector<std::vector<Request>> complete = std::move(members);
+      held_.erase(group_id);
+      release_group(std::move(complete), responses);
+    }
   }
   ready_.clear();
   return responses;
+}
+
+std::size_t MessageTable::held_count() const {
+  std::size_t n = 0;
+  for (const auto& [group_id, members] : held_) n += members.size();
+  return n;
+}
+
+void MessageTable::release_group(std::vector<std::vector<Request>> members,
+                                 std::vector<Response>& out) {
+  const std::string group_id = [&] {
+    for (const Request& r : members.front()) {
+      if (!r.group_id.empty()) return r.group_id;
+    }
+    return std::string();
+  }();
+  // Member order: the index in "<group_id>.<index>" (names that do not
+  // follow the pattern keep their completion order, after the others).
+  auto index_of = [&](const std::vector<Request>& member) -> long long {
+    const std::string& name = member.front().name;
+    const std::string prefix = group_id + ".";
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) {
+      return std::numeric_limits<long long>::max();
+    }
+    const std::string digits = name.substr(prefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18) {
+      return std::numeric_limits<long long>::max();
+    }
+    return std::stoll(digits);
+  };
+  std::stable_sort(members.begin(), members.end(),
+                   [&](const auto& a, const auto& b) { return index_of(a) < index_of(b); });
+
+  ErrorKind kind = ErrorKind::kNone;
+  std::string message;
+  const std::string what = "group '" + group_id + "'";
+  for (const auto& member : members) {
+    std::string diff = disagreement(member, [](const Request& r) { return r.group_id; },
+                                    [](const Request& r) {
+                                      return r.group_id.empty() ? std::string("no group")
+                                                                : "group '" + r.group_id + "'";
+                                    });
+    const char* field = "group";
+    if (diff.empty()) {
+      diff = disagreement(member, [](const Request& r) { return std::to_string(r.group_size); });
+      field = "group size";
+    }
+    if (!diff.empty()) {
+      kind = ErrorKind::kMismatch;
+      message = "mismatch in " + what + " (tensor '" + member.front().name + "'): " + field +
+                " differs across ranks: " + diff;
+      break;
+    }
+  }
+  std::vector<Response> responses;
+  for (const auto& member : members) responses.push_back(build_response(member));
+  if (kind == ErrorKind::kNone) {
+    for (const Response& r : responses) {
+      if (r.error_kind == ErrorKind::kNone) continue;
+      kind = r.error_kind;
+      message = what + " failed: " + r.error_message;
+      break;
+    }
+  }
+  for (Response& r : responses) {
+    if (kind != ErrorKind::kNone) {
+      r.error_kind = kind;
+      r.error_message = message;
+      r.first_dims.clear();
+      r.splits.clear();
+    }
+    out.push_back(std::move(r));
+  }
 }
 
 std::vector<PendingTensor> MessageTable::pending_tensors() const {

@@ -29,8 +29,13 @@ class MessageTable {
            std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
   // Responses for the tensors that every rank has submitted since the last
   // call, in the order they became complete: the execution order of all ranks.
+  // A group's members (Request::group_id) are held back until all
+  // group_size members are complete, then released consecutively in member
+  // order; if any member fails validation (or ranks disagree on the group),
+  // every member fails with the same message.
   std::vector<Response> take_ready();
-  std::size_t pending() const { return pending_.size(); }
+  // Tensors not yet released (waiting for some rank, or for their group).
+  std::size_t pending() const { return pending_.size() + held_count(); }
   // The tensors still waiting for some rank, in no particular order.
   std::vector<PendingTensor> pending_tensors() const;
   int size() const { return size_; }
@@ -40,6 +45,11 @@ class MessageTable {
   std::unordered_map<std::string, std::vector<Request>> pending_;
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> first_seen_;
   std::vector<std::string> ready_;
+  // Group id -> its members complete on every rank (each indexed by rank).
+  std::unordered_map<std::string, std::vector<std::vector<Request>>> held_;
+
+  std::size_t held_count() const;
+  void release_group(std::vector<std::vector<Request>> members, std::vector<Response>& out);
 };
 
 // Validates one tensor's requests (one per rank, indexed by rank): an OK

@@ -67,7 +67,13 @@ std::string expand_equal_splits(Request& request, int size) {
 
 Runtime::Runtime() : transport_(create_transport(chosen_transport())) {
   set_log_rank(topology().rank);
-  coordinator_ = std::make_unique<Coordinator>(*transport_.controller, *transport_.backend, queue_);
+  if (topology().rank == 0) {
+    if (auto path = env_setting("TIMELINE"); path && !path->empty()) {
+      timeline_.start(*path, env_int("TIMELINE_MARK_CYCLES", 0) != 0);
+    }
+  }
+  coordinator_ = std::make_unique<Coordinator>(*transport_.controller, *transport_.backend, queue_,
+                                               topology().rank == 0 ? &timeline_ : nullptr);
   coordinator_->start();
   HVD_LOG(Debug) << "initialized: rank " << topology().rank << " of " << topology().size
                  << ", backend " << transport_.backend->name();
@@ -75,7 +81,16 @@ Runtime::Runtime() : transport_(create_transport(chosen_transport())) {
 
 Runtime::~Runtime() {
   coordinator_.reset();  // joins the thread before the transport goes away
+  timeline_.stop();
   set_log_rank(-1);
+}
+
+void Runtime::start_timeline(const std::string& path, bool mark_cycles) {
+  if (topology().rank == 0) timeline_.start(path, mark_cycles);
+}
+
+void Runtime::stop_timeline() {
+  if (topology().rank == 0) timeline_.stop();
 }
 
 std::string Runtime::auto_name(OpType op_type) {
@@ -100,6 +115,26 @@ Work Runtime::submit(Request request, const TensorView& input, const TensorView&
   auto work = std::make_shared<detail::WorkState>();
   queue_.push(TensorEntry{std::move(request), input, output, work});
   return Work(work);
+}
+
+std::vector<Work> Runtime::submit_group(const Request& request,
+                                        const std::vector<TensorView>& inputs,
+                                        const std::vector<TensorView>& outputs) {
+  HVD_CHECK_EQ(inputs.size(), outputs.size(), InvalidArgument,
+               "grouped " << op_type_name(request.op_type)
+                          << ": need as many outputs as inputs");
+  std::vector<Work> works;
+  if (inputs.empty()) return works;
+  const std::string group_id = request.name.empty() ? auto_name(request.op_type) : request.name;
+  works.reserve(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    Request member = request;
+    member.name = group_id + "." + std::to_string(i);
+    member.group_id = group_id;
+    member.group_size = static_cast<std::int32_t>(inputs.size());
+    works.push_back(submit(std::move(member), inputs[i], outputs[i]));
+  }
+  return works;
 }
 
 }  // namespace hvd

@@ -15,11 +15,16 @@ void TensorQueue::push(TensorEntry entry) {
   new_names_.push_back(name);
 }
 
-std::vector<Request> TensorQueue::pop_new_requests() {
+std::vector<Request> TensorQueue::pop_new_requests(
+    std::vector<std::chrono::steady_clock::time_point>* submitted) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Request> requests;
   requests.reserve(new_names_.size());
-  for (const std::string& name : new_names_) requests.push_back(entries_.at(name).request);
+  for (const std::string& name : new_names_) {
+    const TensorEntry& entry = entries_.at(name);
+    requests.push_back(entry.request);
+    if (submitted) submitted->push_back(entry.submitted);
+  }
   new_names_.clear();
   return requests;
 }

@@ -3,6 +3,7 @@
 // names and that responses are matched against.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -22,6 +23,8 @@ struct TensorEntry {
   TensorView input;
   TensorView output;  // allreduce output; equals input when in place
   std::shared_ptr<detail::WorkState> work;
+  // When the user submitted it (the timeline's QUEUE phase).
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };
 
 class TensorQueue {
@@ -31,7 +34,9 @@ class TensorQueue {
   void push(TensorEntry entry);
   // Requests queued since the last call, in submission order; their entries
   // stay in flight until take().
-  std::vector<Request> pop_new_requests();
+  // `submitted`, if given, receives each one's submission time.
+  std::vector<Request> pop_new_requests(
+      std::vector<std::chrono::steady_clock::time_point>* submitted = nullptr);
   // Removes and returns the in-flight entry of `name`.
   TensorEntry take(const std::string& name);
   // Refuses further pushes with `reason` and returns every entry left.

@@ -248,6 +248,29 @@ TEST(MismatchTest, NameReusableAfterMismatch) {
   }
 }
 
+// A grouped allreduce whose member 1 has another shape on ranks other than
+// 0: every member of the group fails on every rank, with the same message.
+TEST(MismatchTest, GroupedMemberShapeFailsTheWholeGroup) {
+  const std::string group = "mm.group";
+  std::vector<float> a(6, 1.0f), c(2, 3.0f);
+  Buffer b(DataType::kFloat32, my_rank() == 0 ? 4 : 5);
+  std::vector<Work> works =
+      hvd::grouped_allreduce_async({hvd::view(a), b.view(), hvd::view(c)}, group, ReduceOp::kSum);
+  ASSERT_EQ(works.size(), 3u);
+  std::string first_message;
+  for (std::size_t i = 0; i < works.size(); ++i) {
+    auto error = error_of([&] { return works[i]; });
+    expect_error<hvd::Mismatch>(error, {group, "mm.group.1", "shape"}, {0, 1},
+                                group + "." + std::to_string(i));
+    if (i == 0) first_message = error_message(error);
+    EXPECT_EQ(error_message(error), first_message) << "member " << i;
+  }
+  // Nothing of the group ran.
+  EXPECT_EQ(a[0], 1.0f);
+  EXPECT_EQ(c[1], 3.0f);
+  expect_healthy(group);
+}
+
 // Alltoall: dtype and the dimensions after the first must agree; each
 // rank's splits must add up to its first dimension.
 TEST(MismatchTest, AlltoallDtype) {

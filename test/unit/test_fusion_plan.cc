@@ -42,5 +42,32 @@ TEST(FusionPlanTest, ThresholdZeroDisablesFusion) {
   EXPECT_TRUE(plan_fusion({}, 100).empty());
 }
 
+FusionCandidate grouped(const std::string& group, const std::string& key, std::size_t bytes) {
+  return {true, key, bytes, group};
+}
+
+TEST(FusionPlanTest, GroupFusesWholeBeyondTheThreshold) {
+  auto groups = plan_fusion({grouped("g", "f32", 60), grouped("g", "f32", 60),
+                             grouped("g", "f32", 60)},
+                            100);
+  EXPECT_EQ(groups, (Groups{{0, 1, 2}}));
+  // Even with fusion disabled.
+  EXPECT_EQ(plan_fusion({grouped("g", "k", 1), grouped("g", "k", 1)}, 0), (Groups{{0, 1}}));
+}
+
+TEST(FusionPlanTest, GroupNeverMixesWithOutsidersOrOtherGroups) {
+  auto groups = plan_fusion({fusable("f32", 8), grouped("g", "f32", 8), fusable("f32", 8),
+                             grouped("h", "f32", 8), grouped("g", "f32", 8)},
+                            64);
+  EXPECT_EQ(groups, (Groups{{0, 2}, {1, 4}, {3}}));
+}
+
+TEST(FusionPlanTest, GroupMembersWithDifferentKeysSplitByKey) {
+  auto groups = plan_fusion({grouped("g", "f32", 8), grouped("g", "f64", 8),
+                             grouped("g", "f32", 8), single(4)},
+                            64);
+  EXPECT_EQ(groups, (Groups{{0, 2}, {1}, {3}}));
+}
+
 }  // namespace
 }  // namespace hvd

@@ -35,6 +35,8 @@ void expect_equal(const Request& a, const Request& b) {
   EXPECT_EQ(a.postscale_factor, b.postscale_factor);
   EXPECT_EQ(a.device, b.device);
   EXPECT_EQ(a.splits, b.splits);
+  EXPECT_EQ(a.group_id, b.group_id);
+  EXPECT_EQ(a.group_size, b.group_size);
   EXPECT_EQ(a.error, b.error);
 }
 
@@ -51,6 +53,23 @@ TEST(MessageTest, RequestListRoundTrip) {
   ASSERT_EQ(back.requests.size(), 2u);
   expect_equal(back.requests[0], list.requests[0]);
   expect_equal(back.requests[1], list.requests[1]);
+}
+
+TEST(MessageTest, GroupFieldsRoundTrip) {
+  RequestList list;
+  list.requests = {sample_request(0, "grads.0"), sample_request(1, "solo")};
+  list.requests[0].op_type = OpType::kAllreduce;
+  list.requests[0].group_id = "grads";
+  list.requests[0].group_size = 7;
+
+  RequestList back = parse_request_list(serialize(list));
+  ASSERT_EQ(back.requests.size(), 2u);
+  expect_equal(back.requests[0], list.requests[0]);
+  expect_equal(back.requests[1], list.requests[1]);
+  EXPECT_EQ(back.requests[0].group_id, "grads");
+  EXPECT_EQ(back.requests[0].group_size, 7);
+  EXPECT_TRUE(back.requests[1].group_id.empty());
+  EXPECT_EQ(back.requests[1].group_size, 0);
 }
 
 TEST(MessageTest, AlltoallAndReducescatterRoundTrip) {

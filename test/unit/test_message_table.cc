@@ -255,5 +255,113 @@ TEST(BuildResponseTest, ReducescatterOnlySumOrAverage) {
   EXPECT_EQ(build_response(requests).error_kind, ErrorKind::kNone);
 }
 
+Request group_member(int rank, const std::string& group, int index, int group_size) {
+  Request r = allreduce_request(rank, group + "." + std::to_string(index));
+  r.group_id = group;
+  r.group_size = group_size;
+  return r;
+}
+
+TEST(MessageTableGroupTest, HeldBackUntilEveryMemberIsComplete) {
+  MessageTable table(2);
+  for (int rank = 0; rank < 2; ++rank) table.add(group_member(rank, "g", 0, 3));
+  table.add(group_member(0, "g", 1, 3));
+  table.add(group_member(1, "g", 2, 3));
+  table.add(allreduce_request(0, "solo"));
+  table.add(allreduce_request(1, "solo"));
+  auto ready = table.take_ready();
+  // Only the ungrouped tensor; g.0 (complete) waits for g.1 and g.2.
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].name, "solo");
+  EXPECT_EQ(table.pending(), 3u);
+  // The held member is not reported as waiting for a rank.
+  for (const PendingTensor& t : table.pending_tensors()) EXPECT_NE(t.name, "g.0");
+
+  table.add(group_member(1, "g", 1, 3));
+  EXPECT_TRUE(table.take_ready().empty());
+  table.add(group_member(0, "g", 2, 3));
+  ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 3u);
+  EXPECT_EQ(table.pending(), 0u);
+}
+
+TEST(MessageTableGroupTest, ReleasedConsecutivelyInMemberOrder) {
+  MessageTable table(2);
+  // Members complete in the order 2, 0, 1, interleaved with other tensors.
+  table.add(group_member(0, "g", 2, 3));
+  table.add(group_member(1, "g", 2, 3));
+  table.add(allreduce_request(0, "a"));
+  table.add(allreduce_request(1, "a"));
+  for (int rank = 0; rank < 2; ++rank) table.add(group_member(rank, "g", 0, 3));
+  table.add(group_member(1, "g", 1, 3));
+  table.add(allreduce_request(0, "b"));
+  table.add(allreduce_request(1, "b"));
+  table.add(group_member(0, "g", 1, 3));
+  table.add(allreduce_request(0, "c"));
+  table.add(allreduce_request(1, "c"));
+  auto ready = table.take_ready();
+  std::vector<std::string> names;
+  for (const Response& r : ready) {
+    EXPECT_EQ(r.error_kind, ErrorKind::kNone) << r.error_message;
+    names.push_back(r.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b", "g.0", "g.1", "g.2", "c"}));
+}
+
+TEST(MessageTableGroupTest, MemberOrderIsNumericNotLexicographic) {
+  MessageTable table(1);
+  for (int i = 11; i >= 0; --i) table.add(group_member(0, "g", i, 12));
+  auto ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(ready[i].name, "g." + std::to_string(i));
+}
+
+TEST(MessageTableGroupTest, MismatchInOneMemberFailsTheWholeGroup) {
+  MessageTable table(2);
+  for (int i = 0; i < 3; ++i) {
+    for (int rank = 0; rank < 2; ++rank) {
+      Request r = group_member(rank, "g", i, 3);
+      if (i == 1 && rank == 1) r.shape = {4, 3};
+      table.add(r);
+    }
+  }
+  auto ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 3u);
+  for (const Response& r : ready) {
+    EXPECT_EQ(r.error_kind, ErrorKind::kMismatch) << r.name;
+    EXPECT_EQ(r.error_message, ready[0].error_message);
+  }
+  EXPECT_TRUE(contains(ready[0].error_message, "group 'g'")) << ready[0].error_message;
+  EXPECT_TRUE(contains(ready[0].error_message, "'g.1'")) << ready[0].error_message;
+  EXPECT_TRUE(contains(ready[0].error_message, "shape")) << ready[0].error_message;
+  EXPECT_EQ(table.pending(), 0u);
+}
+
+TEST(MessageTableGroupTest, GroupSizeDifferingAcrossRanksIsAMismatch) {
+  MessageTable table(2);
+  for (int i = 0; i < 2; ++i) {
+    table.add(group_member(0, "g", i, 2));
+    table.add(group_member(1, "g", i, 3));
+  }
+  auto ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 2u);
+  for (const Response& r : ready) {
+    EXPECT_EQ(r.error_kind, ErrorKind::kMismatch) << r.name;
+    EXPECT_TRUE(contains(r.error_message, "group size")) << r.error_message;
+    EXPECT_TRUE(contains(r.error_message, "2 on rank 0")) << r.error_message;
+    EXPECT_TRUE(contains(r.error_message, "3 on rank 1")) << r.error_message;
+  }
+}
+
+TEST(MessageTableGroupTest, GroupedOnOneRankOnlyIsAMismatch) {
+  MessageTable table(2);
+  table.add(group_member(0, "g", 0, 1));
+  table.add(allreduce_request(1, "g.0"));
+  auto ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].error_kind, ErrorKind::kMismatch);
+  EXPECT_TRUE(contains(ready[0].error_message, "no group")) << ready[0].error_message;
+}
+
 }  // namespace
 }  // namespace hvd

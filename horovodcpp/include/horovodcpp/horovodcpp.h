@@ -87,7 +87,57 @@ Tensor reducescatter(const TensorView& input, const std::string& name = "",
                      ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
                      double postscale_factor = 1.0);
 
+// Grouped collectives: the tensors of a group are negotiated and executed
+// together. Member i is named "<name>.<i>" (an automatic group name when
+// empty); no member runs before every member is ready on every rank, then
+// all run in the same cycle in member order. Grouped allreduces of equal
+// dtype/op/scale factors are fused into one backend call even beyond
+// HOROVODCPP_FUSION_THRESHOLD (even when it is 0). If any member fails
+// negotiation (e.g. a shape mismatch on one rank), every member fails on
+// every rank with the same message. One Work per member, in member order.
+std::vector<Work> grouped_allreduce_async(const std::vector<TensorView>& tensors,
+                                          const std::string& name = "",
+                                          ReduceOp op = ReduceOp::kAverage,
+                                          double prescale_factor = 1.0,
+                                          double postscale_factor = 1.0);
+std::vector<Work> grouped_allreduce_async(const std::vector<TensorView>& inputs,
+                                          const std::vector<TensorView>& outputs,
+                                          const std::string& name = "",
+                                          ReduceOp op = ReduceOp::kAverage,
+                                          double prescale_factor = 1.0,
+                                          double postscale_factor = 1.0);
+void grouped_allreduce(const std::vector<TensorView>& tensors, const std::string& name = "",
+                       ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
+                       double postscale_factor = 1.0);
+void grouped_allreduce(const std::vector<TensorView>& inputs,
+                       const std::vector<TensorView>& outputs, const std::string& name = "",
+                       ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
+                       double postscale_factor = 1.0);
+std::vector<Work> grouped_allgather_async(const std::vector<TensorView>& inputs,
+                                          const std::string& name = "");
+std::vector<Tensor> grouped_allgather(const std::vector<TensorView>& inputs,
+                                      const std::string& name = "");
+std::vector<Work> grouped_reducescatter_async(const std::vector<TensorView>& inputs,
+                                              const std::string& name = "",
+                                              ReduceOp op = ReduceOp::kAverage,
+                                              double prescale_factor = 1.0,
+                                              double postscale_factor = 1.0);
+std::vector<Tensor> grouped_reducescatter(const std::vector<TensorView>& inputs,
+                                          const std::string& name = "",
+                                          ReduceOp op = ReduceOp::kAverage,
+                                          double prescale_factor = 1.0,
+                                          double postscale_factor = 1.0);
+
 // Returns once every rank has called barrier().
 void barrier();
+
+// Timeline: rank 0 writes a Chrome-trace JSON file (chrome://tracing,
+// Perfetto) of each tensor's phases to `path`, replacing any timeline in
+// progress; `mark_cycles` adds a mark per coordinator cycle. The file is
+// valid JSON once stop_timeline() or shutdown() returns. No-ops on other
+// ranks; may be called while operations run. Also started by init() from
+// HOROVODCPP_TIMELINE (and HOROVODCPP_TIMELINE_MARK_CYCLES=1).
+void start_timeline(const std::string& path, bool mark_cycles = false);
+void stop_timeline();
 
 }  // namespace hvd

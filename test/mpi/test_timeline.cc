@@ -1,0 +1,90 @@
+// The timeline under a real job: rank 0 writes a Chrome-trace file with each
+// tensor's negotiation (every rank's arrival), fusion copies and backend op;
+// the other ranks write nothing. Its own binary: it starts and stops the
+// timeline of the job-wide runtime.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "horovodcpp/horovodcpp.h"
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Timeline, RankZeroWritesNegotiationFusionAndOps) {
+  // Rank 0's pid names the file on every rank (rank 0 alone writes it).
+  std::vector<int> pid{static_cast<int>(::getpid())};
+  hvd::broadcast(hvd::TensorView(pid.data(), hvd::DataType::kInt32, {1}), 0, "timeline.pid");
+  const std::string path = "/tmp/hvd_timeline_test_" + std::to_string(pid[0]) + ".json";
+
+  hvd::start_timeline(path, /*mark_cycles=*/true);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<std::vector<float>> grads(4, std::vector<float>(1000, 1.0f));
+    std::vector<hvd::Work> works;
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      works.push_back(hvd::allreduce_async(
+          hvd::TensorView(grads[i].data(), hvd::DataType::kFloat32,
+                          {static_cast<std::int64_t>(grads[i].size())}),
+          "timeline.grad." + std::to_string(i), hvd::ReduceOp::kSum));
+    }
+    for (hvd::Work& work : works) work.wait();
+    for (const auto& grad : grads) ASSERT_FLOAT_EQ(grad[0], static_cast<float>(hvd::size()));
+    // One alone (not fused) and a broadcast.
+    std::vector<float> lone(10, 2.0f);
+    hvd::allreduce(hvd::TensorView(lone.data(), hvd::DataType::kFloat32, {10}), "timeline.lone",
+                   hvd::ReduceOp::kSum);
+  }
+  hvd::stop_timeline();
+  hvd::barrier();
+
+  if (hvd::rank() != 0) return;  // only rank 0 writes
+  const std::string text = read_file(path);
+  const std::string check = "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + path;
+  EXPECT_EQ(std::system(check.c_str()), 0) << text.substr(0, 2000);
+  EXPECT_NE(text.find("\"NEGOTIATE\""), std::string::npos);
+  EXPECT_NE(text.find("\"QUEUE\""), std::string::npos);
+  for (int r = 0; r < hvd::size(); ++r) {
+    EXPECT_NE(text.find("\"rank " + std::to_string(r) + " ready\""), std::string::npos) << r;
+  }
+  EXPECT_NE(text.find("\"MEMCPY_IN_FUSION_BUFFER\""), std::string::npos);
+  EXPECT_NE(text.find("\"MEMCPY_OUT_FUSION_BUFFER\""), std::string::npos);
+  EXPECT_NE(text.find("_ALLREDUCE\""), std::string::npos);
+  EXPECT_NE(text.find("CYCLE_START"), std::string::npos);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NE(text.find("\"timeline.grad." + std::to_string(i) + "\""), std::string::npos) << i;
+  }
+  EXPECT_NE(text.find("\"timeline.lone\""), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(Timeline, StopWithoutStartAndRestartAreSafe) {
+  hvd::stop_timeline();
+  const std::string path = "/tmp/hvd_timeline_restart_" + std::to_string(::getpid()) + ".json";
+  hvd::start_timeline(path);
+  std::vector<float> x(8, 1.0f);
+  hvd::allreduce(hvd::TensorView(x.data(), hvd::DataType::kFloat32, {8}), "timeline.restart");
+  hvd::stop_timeline();
+  hvd::stop_timeline();
+  if (hvd::rank() == 0) {
+    const std::string check =
+        "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + path;
+    EXPECT_EQ(std::system(check.c_str()), 0);
+    EXPECT_NE(read_file(path).find("timeline.restart"), std::string::npos);
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace

@@ -1,0 +1,169 @@
+// The timeline's pieces: the Chrome-trace file writer (valid JSON, rows
+// named after tensors, byte budget), the bounded event queue (drops and
+// counts, never blocks) and the Timeline's start/stop.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "core/timeline.h"
+#include "horovodcpp/errors.h"
+
+namespace hvd {
+namespace {
+
+std::string temp_path(const std::string& tag) {
+  return "/tmp/hvd_timeline_unit_" + std::to_string(::getpid()) + "_" + tag + ".json";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool valid_json(const std::string& path) {
+  const std::string command =
+      "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + path;
+  return std::system(command.c_str()) == 0;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TimelineEvent complete(const std::string& row, const std::string& name, long long ts) {
+  TimelineEvent event;
+  event.kind = TimelineEvent::Kind::kComplete;
+  event.row = row;
+  event.name = name;
+  event.ts_us = ts;
+  event.dur_us = 5;
+  return event;
+}
+
+TEST(TimelineFileWriter, WritesValidChromeTraceWithNamedRows) {
+  const std::string path = temp_path("writer");
+  {
+    TimelineFileWriter writer(path, 1 << 20);
+    writer.write(complete("fc1.grad", "NEGOTIATE", 100));
+    TimelineEvent ready;
+    ready.row = "fc1.grad";
+    ready.name = "rank 1 ready";
+    ready.ts_us = 102;
+    writer.write(ready);
+    writer.write(complete("fc1.grad", "MPI_ALLREDUCE", 110));
+    writer.write(complete("odd \"name\"\\x", "QUEUE", 90));  // escaped
+    writer.finish(0);
+  }
+  const std::string text = read_file(path);
+  EXPECT_TRUE(valid_json(path)) << text;
+  EXPECT_EQ(text.rfind("{\"traceEvents\":[", 0), 0u) << text;
+  EXPECT_NE(text.find("\"name\":\"NEGOTIATE\""), std::string::npos);
+  EXPECT_NE(text.find("\"name\":\"rank 1 ready\""), std::string::npos);
+  EXPECT_NE(text.find("\"name\":\"MPI_ALLREDUCE\""), std::string::npos);
+  // One thread_name row per tensor, written once.
+  EXPECT_EQ(count(text, "\"thread_name\""), 2u);
+  EXPECT_NE(text.find("\"args\":{\"name\":\"fc1.grad\"}"), std::string::npos);
+  EXPECT_NE(text.find("odd \\\"name\\\"\\\\x"), std::string::npos);
+  EXPECT_EQ(text.find("dropped"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(TimelineFileWriter, StopsAtTheByteBudgetAndSaysSo) {
+  const std::string path = temp_path("budget");
+  const long long budget = 4096;
+  {
+    TimelineFileWriter writer(path, budget);
+    for (int i = 0; i < 1000; ++i) writer.write(complete("t" + std::to_string(i % 7), "QUEUE", i));
+    EXPECT_GT(writer.truncated(), 0);
+    writer.finish(3);
+  }
+  const std::string text = read_file(path);
+  EXPECT_LE(static_cast<long long>(text.size()), budget);
+  EXPECT_TRUE(valid_json(path)) << text;
+  EXPECT_NE(text.find("HOROVODCPP_TIMELINE_MAX_BYTES"), std::string::npos);
+  EXPECT_NE(text.find("dropped 3 events"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(TimelineFileWriter, UnopenableFileIsInvalidArgument) {
+  EXPECT_THROW(TimelineFileWriter("/nonexistent-dir/x/t.json", 1 << 20), InvalidArgument);
+}
+
+TEST(TimelineEventQueue, DropsAndCountsWhenFullWithoutBlocking) {
+  TimelineEventQueue queue(4);
+  EXPECT_FALSE(queue.push(complete("a", "QUEUE", 1)));  // closed: refused, not counted
+  EXPECT_EQ(queue.dropped(), 0);
+  queue.open();
+  for (int i = 0; i < 10; ++i) queue.push(complete("a", "QUEUE", i));
+  EXPECT_EQ(queue.dropped(), 6);
+  EXPECT_EQ(queue.pop_all(std::chrono::milliseconds(0)).size(), 4u);
+  EXPECT_TRUE(queue.push(complete("a", "QUEUE", 11)));
+  queue.close();
+  EXPECT_TRUE(queue.closed());
+  EXPECT_EQ(queue.pop_all(std::chrono::milliseconds(0)).size(), 1u);
+}
+
+TEST(Timeline, StartStopWritesEventsAndNegotiation) {
+  const std::string path = temp_path("timeline");
+  Timeline timeline(1 << 20);
+  EXPECT_FALSE(timeline.active());
+  timeline.instant("x", "before start");  // ignored
+  timeline.start(path, /*mark_cycles=*/true);
+  EXPECT_TRUE(timeline.active());
+  const auto t = TimelineClock::now();
+  timeline.negotiate_arrival("grad.0", 1, t);
+  timeline.negotiate_arrival("grad.0", 0, t + std::chrono::microseconds(50));
+  timeline.negotiate_done("grad.0", t + std::chrono::microseconds(80));
+  timeline.complete("grad.0", "MEMCPY_IN_FUSION_BUFFER", t, t + std::chrono::microseconds(90));
+  timeline.cycle_mark();
+  timeline.stop();
+  EXPECT_FALSE(timeline.active());
+  timeline.instant("x", "after stop");  // ignored
+  const std::string text = read_file(path);
+  EXPECT_TRUE(valid_json(path)) << text;
+  EXPECT_NE(text.find("\"name\":\"NEGOTIATE\""), std::string::npos);
+  EXPECT_NE(text.find("\"dur\":80"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 0 ready"), std::string::npos);
+  EXPECT_NE(text.find("rank 1 ready"), std::string::npos);
+  EXPECT_NE(text.find("MEMCPY_IN_FUSION_BUFFER"), std::string::npos);
+  EXPECT_NE(text.find("CYCLE_START"), std::string::npos);
+  EXPECT_EQ(text.find("before start"), std::string::npos);
+  EXPECT_EQ(text.find("after stop"), std::string::npos);
+  // A second start replaces the file; stop twice is fine.
+  timeline.start(path, false);
+  timeline.instant("y", "second");
+  timeline.cycle_mark();  // mark_cycles off
+  timeline.stop();
+  timeline.stop();
+  const std::string second = read_file(path);
+  EXPECT_TRUE(valid_json(path)) << second;
+  EXPECT_NE(second.find("second"), std::string::npos);
+  EXPECT_EQ(second.find("CYCLE_START"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(Timeline, ReportsDroppedEventsInTheFile) {
+  const std::string path = temp_path("dropped");
+  Timeline timeline(1 << 20, /*queue_capacity=*/2);
+  timeline.start(path, false);
+  // Far more than the writer can drain between two pushes of a tight loop
+  // is not guaranteed, so push until something was dropped (bounded).
+  for (int i = 0; i < 200000; ++i) timeline.instant("t", "e");
+  timeline.stop();
+  const std::string text = read_file(path);
+  EXPECT_TRUE(valid_json(path));
+  EXPECT_NE(text.find("events (queue full)"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace hvd

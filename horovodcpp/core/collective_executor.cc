@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <sstream>
 #include <numeric>
 
@@ -296,16 +295,12 @@ Tensor CollectiveExecutor::reducescatter(const TensorEntry& entry) {
                         request.postscale_factor);
     return output;
   }
-  // The backend may clobber its input: reduce a copy, never the caller's tensor.
+  // The backend may clobber its input: reduce a copy (prescaled in the same
+  // pass), never the caller's tensor.
   std::vector<unsigned char> scratch(entry.input.size_bytes());
-  if (count > 0) std::memcpy(scratch.data(), entry.input.data, scratch.size());
-  if (request.prescale_factor != 1.0) {
-    scale_in_place(dtype, scratch.data(), count, 1.0, request.prescale_factor);
-  }
+  scale_copy(dtype, entry.input.data, scratch.data(), count, 1.0, request.prescale_factor);
   backend_.reducescatter(scratch.data(), output.data(), counts, dtype, ReduceOp::kSum);
-  if (divisor != 1.0 || request.postscale_factor != 1.0) {
-    scale_in_place(dtype, output.data(), mine, divisor, request.postscale_factor);
-  }
+  scale_in_place(dtype, output.data(), mine, divisor, request.postscale_factor);
   return output;
 }
 

@@ -179,11 +179,6 @@ TEST(AlltoallTest, ManyInFlight) {
 
 // ---- Reducescatter ----------------------------------------------------------
 
-// Rows of rank r's share: rows / size, plus one for the first rows % size.
-std::int64_t share_rows(std::int64_t rows, int size, int r) {
-  return rows / size + (r < rows % size ? 1 : 0);
-}
-
 void check_reducescatter(DataType dtype, ReduceOp op, std::int64_t rows, std::int64_t cols,
                          double prescale, double postscale, const std::string& name) {
   const int size = world(), rank = my_rank();
@@ -193,17 +188,9 @@ void check_reducescatter(DataType dtype, ReduceOp op, std::int64_t rows, std::in
   input.fill(p, salt, rank);
   const Buffer original = input;
 
-  std::int64_t first_row = 0;
-  for (int r = 0; r < rank; ++r) first_row += share_rows(rows, size, r);
   const std::vector<std::int64_t> out_shape = {share_rows(rows, size, rank), cols};
-  Buffer expected(dtype, out_shape);
-  hvd::visit_dtype(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    Store<T>* want = expected.as<Store<T>>();
-    for (std::int64_t k = 0; k < expected.num_elements(); ++k) {
-      want[k] = reference_allreduce<T>(op, p, salt, size, first_row * cols + k, prescale, postscale);
-    }
-  });
+  const Buffer expected = reference_buffer(dtype, out_shape, op, p, salt, size, prescale, postscale,
+                                           share_first_row(rows, size, rank) * cols);
 
   hvd::Work work = hvd::reducescatter_async(input.view(), name, op, prescale, postscale);
   work.wait(kPatience());

@@ -462,20 +462,34 @@ class MismatchReport {
 };
 
 // The expected allreduce output of a tensor of `out_shape`, every element
-// from reference_allreduce.
+// from reference_allreduce; element i of it is element first_element + i of
+// the reduced tensor (a reducescatter share starts past the others').
 inline Buffer reference_buffer(DataType dtype, const std::vector<std::int64_t>& shape, ReduceOp op,
                                Pattern p, std::uint64_t salt, int size, double prescale,
-                               double postscale) {
+                               double postscale, std::int64_t first_element = 0) {
   Buffer expected(dtype, shape);
   const std::int64_t n = expected.num_elements();
   hvd::visit_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
     Store<T>* want = expected.as<Store<T>>();
     for (std::int64_t i = 0; i < n; ++i) {
-      want[i] = reference_allreduce<T>(op, p, salt, size, i, prescale, postscale);
+      want[i] = reference_allreduce<T>(op, p, salt, size, first_element + i, prescale, postscale);
     }
   });
   return expected;
+}
+
+// Rows of rank r's reducescatter share: rows / size, plus one for the first
+// rows % size ranks.
+inline std::int64_t share_rows(std::int64_t rows, int size, int r) {
+  return rows / size + (r < rows % size ? 1 : 0);
+}
+
+// The first row of rank r's reducescatter share.
+inline std::int64_t share_first_row(std::int64_t rows, int size, int r) {
+  std::int64_t first = 0;
+  for (int q = 0; q < r; ++q) first += share_rows(rows, size, q);
+  return first;
 }
 
 // Compares element values (same_value) of `out` with `expected`.

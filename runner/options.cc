@@ -330,7 +330,7 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
   HOROVODCPP_CPU_OPERATIONS         transport: mpi or gloo (alias
     (or HOROVODCPP_CONTROLLER)      HOROVOD_CPU_OPERATIONS / HOROVOD_CONTROLLER)
   HOROVODCPP_FUSION_THRESHOLD       fusion buffer bytes (default 64 MiB; 0 disables)
-  HOROVODCPP_CACHE_CAPACITY         response cache entries (*)
+  HOROVODCPP_CACHE_CAPACITY         response cache entries (default 1024; 0 disables)
   HOROVODCPP_TIMELINE               rank 0 writes a Chrome-trace timeline to this file
   HOROVODCPP_TIMELINE_MARK_CYCLES   1: mark each coordinator cycle in the timeline
   HOROVODCPP_TIMELINE_MAX_BYTES     the timeline stops growing here (default 256 MiB)
@@ -343,8 +343,6 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
   HOROVODCPP_GLOO_FILE_STORE        Gloo without hvdrun: a directory shared by
                                     ranks on one host (with HOROVODCPP_RANK, _SIZE,
                                     _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE)
-  (*) forwarded to the ranks but not used yet: the response cache is not
-      implemented in this version.
 Environment read by hvdrun:
   HVDRUN_REMOTE_SHELL               default for --remote-shell
   SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE, SLURM_NTASKS, PBS_NODEFILE

@@ -228,6 +228,13 @@ void barrier() {
   submit(OpType::kBarrier, "", nothing, nothing).wait();
 }
 
+int join() {
+  TensorView nothing(nullptr, DataType::kUInt8, {0});
+  Work work = submit(OpType::kJoin, "join", nothing, nothing);
+  work.wait();
+  return *work.output().data_as<std::int32_t>();
+}
+
 void start_timeline(const std::string& path, bool mark_cycles) {
   current()->start_timeline(path, mark_cycles);
 }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <sstream>
 #include <numeric>
+#include <optional>
 
 #include "core/check.h"
 #include "core/env.h"
@@ -38,19 +39,34 @@ CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topolog
           std::max<long long>(0, env_int("FUSION_THRESHOLD", kDefaultFusionThreshold)))) {}
 
 void CollectiveExecutor::execute_all(const std::vector<Response>& responses, TensorQueue& queue) {
+  std::vector<const Response*> runs;
   std::vector<TensorEntry> entries;
   std::vector<FusionCandidate> candidates;
+  runs.reserve(responses.size());
   entries.reserve(responses.size());
   candidates.reserve(responses.size());
   for (const Response& response : responses) {
-    entries.push_back(queue.take(response.name));
+    std::optional<TensorEntry> entry = queue.try_take(response.name);
+    if (!entry) {
+      // A rank that joined has no entry: it adds zeros to allreduces and
+      // has nothing to do for barriers and errors.
+      const bool joined = std::count(response.joined_ranks.begin(), response.joined_ranks.end(),
+                                     topology_.rank) > 0;
+      HVD_CHECK(joined, Error, "no tensor named '" << response.name << "' is in flight");
+      if (response.op_type != OpType::kAllreduce || response.error_kind != ErrorKind::kNone) {
+        continue;
+      }
+      entry = zeros_for(response.joined_template);
+    }
+    runs.push_back(&response);
+    entries.push_back(std::move(*entry));
     const Request& r = entries.back().request;
     FusionCandidate c;
     c.fusable = response.op_type == OpType::kAllreduce && response.error_kind == ErrorKind::kNone;
     if (c.fusable) {
       std::ostringstream key;
       key << int(r.dtype) << '/' << int(r.reduce_op) << '/' << r.prescale_factor << '/'
-          << r.postscale_factor << '/' << r.device.str();
+          << r.postscale_factor << '/' << r.device.str() << '/' << response.joined_ranks.size();
       c.key = key.str();
       const bool staged = stages_in_float32(r.dtype, r.reduce_op == ReduceOp::kAverage
                                                          ? ReduceOp::kSum
@@ -63,7 +79,7 @@ void CollectiveExecutor::execute_all(const std::vector<Response>& responses, Ten
   }
   for (const std::vector<std::size_t>& group : plan_fusion(candidates, fusion_threshold_)) {
     if (group.size() == 1) {
-      execute(responses[group.front()], std::move(entries[group.front()]));
+      execute(*runs[group.front()], std::move(entries[group.front()]));
       continue;
     }
     std::vector<const TensorEntry*> members;
@@ -72,12 +88,30 @@ void CollectiveExecutor::execute_all(const std::vector<Response>& responses, Ten
       HVD_CHECK(members.front()->request.device.type == DeviceType::kCPU, InvalidArgument,
                 "fused allreduce: tensors on " << members.front()->request.device.str()
                                                 << " are not supported by this build");
-      allreduce(members);
+      allreduce(members, contributors(*runs[group.front()]));
       for (const TensorEntry* member : members) member->work->complete();
     } catch (...) {
       for (const TensorEntry* member : members) member->work->fail(std::current_exception());
     }
   }
+  zero_tensors_.clear();
+}
+
+int CollectiveExecutor::contributors(const Response& response) const {
+  return topology_.size - static_cast<int>(response.joined_ranks.size());
+}
+
+// A joined rank's part in an allreduce: zeros of the agreed dtype and shape,
+// with a Work nobody waits for.
+TensorEntry CollectiveExecutor::zeros_for(const Request& agreed) {
+  Tensor zeros(agreed.dtype, agreed.shape);
+  zero_tensors_.push_back(zeros);
+  TensorEntry entry;
+  entry.request = agreed;
+  entry.input = zeros.view();
+  entry.output = entry.input;
+  entry.work = std::make_shared<detail::WorkState>();
+  return entry;
 }
 
 void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
@@ -98,7 +132,7 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
     const auto op_start = traced ? TimelineClock::now() : TimelineClock::time_point();
     switch (response.op_type) {
       case OpType::kAllreduce:
-        allreduce({&entry});
+        allreduce({&entry}, contributors(response));
         break;
       case OpType::kAllgather:
         output = allgather(entry, response);
@@ -114,6 +148,10 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
         break;
       case OpType::kReducescatter:
         output = reducescatter(entry);
+        break;
+      case OpType::kJoin:
+        output = Tensor(DataType::kInt32, {});
+        *output.data_as<std::int32_t>() = response.last_joined_rank;
         break;
     }
     if (response.op_type != OpType::kAllreduce && traced) {
@@ -143,13 +181,13 @@ bool CollectiveExecutor::stages_in_float32(DataType dtype, ReduceOp op) const {
          !backend_.capabilities().half_reduction_in_float32;
 }
 
-void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group) {
+void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group, int contributors) {
   const Request& request = group.front()->request;
   const bool traced = tracing();  // once: start/stop may come from another thread
   const DataType dtype = request.dtype;
   const bool average = request.reduce_op == ReduceOp::kAverage;
   const ReduceOp op = average ? ReduceOp::kSum : request.reduce_op;
-  const double divisor = average ? topology_.size : 1.0;
+  const double divisor = average ? contributors : 1.0;
   std::size_t total = 0;
   for (const TensorEntry* entry : group) total += entry->input.num_elements();
 

@@ -28,7 +28,11 @@ class CollectiveExecutor {
  private:
   // One allreduce through the backend for the whole group (same dtype, op
   // and scale factors): packed into the fusion buffer when it has several.
-  void allreduce(const std::vector<const TensorEntry*>& group);
+  // `contributors`: the ranks whose data counts (Average divides by it).
+  void allreduce(const std::vector<const TensorEntry*>& group, int contributors);
+  // Ranks that submitted the response's tensor (all but the joined ones).
+  int contributors(const Response& response) const;
+  TensorEntry zeros_for(const Request& agreed);
   bool stages_in_float32(DataType dtype, ReduceOp op) const;
   Tensor allgather(const TensorEntry& entry, const Response& response);
   Tensor alltoall(const TensorEntry& entry, const Response& response,
@@ -46,6 +50,7 @@ class CollectiveExecutor {
   const Topology& topology_;
   std::size_t fusion_threshold_;
   std::vector<unsigned char> fusion_buffer_;  // grows to the threshold; reused
+  std::vector<Tensor> zero_tensors_;  // a joined rank's zeros, kept for one cycle
   std::vector<float> staging_;  // float16/bfloat16 accumulate here; reused across calls
 };
 

@@ -2,6 +2,7 @@
 // gathers every rank's requests and broadcasts the agreed responses.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ class Controller {
   virtual std::vector<std::string> gather_to_root(const std::string& message) = 0;
   // Collective: every rank returns rank 0's message.
   virtual std::string broadcast_from_root(const std::string& message) = 0;
+  // Collective: every rank's `words` become the bitwise AND over all ranks
+  // (the response cache's one-message steady state; OR is AND of inverses).
+  virtual void bitwise_and(std::vector<std::uint64_t>& words) = 0;
 };
 
 }  // namespace hvd

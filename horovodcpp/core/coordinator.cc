@@ -15,6 +15,14 @@ std::chrono::microseconds read_cycle_time() {
   return std::chrono::microseconds(static_cast<long long>(ms * 1000));
 }
 
+// A cache hit that waits this long for other ranks is renegotiated through
+// rank 0, where the stall inspector reports it (and can shut down on it).
+std::chrono::milliseconds hit_stall_time(const StallInspector& inspector) {
+  const StallSettings& s = inspector.settings();
+  const double seconds = s.check_seconds > 0 ? s.check_seconds : s.shutdown_seconds;
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
 std::string shutdown_message(const std::vector<std::int32_t>& ranks) {
   std::ostringstream out;
   out << "horovodcpp was shut down (shutdown() called on rank";
@@ -33,7 +41,11 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
       timeline_(timeline),
       executor_(backend, controller.topology(), timeline),
       table_(controller.topology().size),
-      cycle_time_(read_cycle_time()) {}
+      cycle_time_(read_cycle_time()) {
+  if (const std::size_t capacity = ResponseCache::capacity_from_env(); capacity > 0) {
+    cache_ = std::make_unique<CacheNegotiation>(capacity, hit_stall_time(stall_inspector_));
+  }
+}
 
 Coordinator::~Coordinator() { stop(); }
 
@@ -70,22 +82,38 @@ void Coordinator::loop() {
 }
 
 bool Coordinator::run_cycle() {
-  RequestList mine;
-  if (timeline_ && timeline_->active()) {
-    timeline_->cycle_mark();
-    std::vector<std::chrono::steady_clock::time_point> submitted;
-    mine.requests = queue_.pop_new_requests(&submitted);
-    const auto now = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < submitted.size(); ++i) {
-      timeline_->complete(mine.requests[i].name, "QUEUE", submitted[i], now);
-    }
-  } else {
-    mine.requests = queue_.pop_new_requests();
+  std::vector<Request> new_requests = pop_new_requests();
+  for (const Request& request : new_requests) {
+    if (request.op_type == OpType::kJoin) join_pending_ = true;
   }
-  mine.shutdown = stop_requested_;
-  ResponseList agreed = negotiate(mine);
+  const bool stopping = stop_requested_;
+  RequestList mine;
+  std::vector<Response> responses;
+  bool full_round = true;
+  if (cache_) {
+    CycleFlags flags;
+    flags.shutdown = stopping;
+    flags.joined = join_pending_;
+    flags.root_busy = controller_.topology().rank == 0 && table_.pending() > 0;
+    CacheNegotiation::Outcome outcome = cache_->agree(new_requests, flags, controller_);
+    responses = std::move(outcome.ready);
+    mine.requests = std::move(outcome.to_negotiate);
+    full_round = outcome.full_round;
+  } else {
+    mine.requests = std::move(new_requests);
+  }
+  ResponseList agreed;
+  if (full_round) {
+    mine.shutdown = stopping;
+    agreed = negotiate(mine);
+    responses.insert(responses.end(), agreed.responses.begin(), agreed.responses.end());
+  }
 
-  executor_.execute_all(agreed.responses, queue_);
+  executor_.execute_all(responses, queue_);
+  if (cache_) cache_->update(agreed.responses);
+  for (const Response& response : agreed.responses) {
+    if (response.op_type == OpType::kJoin) join_pending_ = false;
+  }
   if (agreed.shutdown_ranks.empty() && agreed.stall_error.empty()) return true;
   // A shutdown() or rank 0's stall inspector stops every rank after this
   // cycle; a shutdown() explains a stall, so its message wins.
@@ -94,6 +122,18 @@ bool Coordinator::run_cycle() {
                                  : shutdown_message(agreed.shutdown_ranks);
   fail_everything_left(std::make_exception_ptr(RankFailure(reason)));
   return false;
+}
+
+std::vector<Request> Coordinator::pop_new_requests() {
+  if (!timeline_ || !timeline_->active()) return queue_.pop_new_requests();
+  timeline_->cycle_mark();
+  std::vector<std::chrono::steady_clock::time_point> submitted;
+  std::vector<Request> requests = queue_.pop_new_requests(&submitted);
+  const auto now = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < submitted.size(); ++i) {
+    timeline_->complete(requests[i].name, "QUEUE", submitted[i], now);
+  }
+  return requests;
 }
 
 ResponseList Coordinator::negotiate(const RequestList& mine) {

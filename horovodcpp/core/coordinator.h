@@ -1,6 +1,7 @@
 // Coordinator: the background thread. Each cycle it sends this rank's new
 // requests to rank 0, receives the agreed responses and executes them in
 // that order, so every rank runs the same collectives in the same order.
+// Requests that hit the response cache skip rank 0 (see CacheNegotiation).
 #pragma once
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "core/backend.h"
+#include "core/cache_negotiation.h"
 #include "core/collective_executor.h"
 #include "core/controller.h"
 #include "core/message_table.h"
@@ -34,6 +36,8 @@ class Coordinator {
   void loop();
   // Returns false once the job is shutting down.
   bool run_cycle();
+  // This cycle's new submissions (and their QUEUE phase on the timeline).
+  std::vector<Request> pop_new_requests();
   ResponseList negotiate(const RequestList& mine);
   void fail_everything_left(std::exception_ptr reason);
 
@@ -43,6 +47,8 @@ class Coordinator {
   CollectiveExecutor executor_;
   MessageTable table_;  // used on rank 0 only
   StallInspector stall_inspector_;  // used on rank 0 only; settings read at init
+  std::unique_ptr<CacheNegotiation> cache_;  // null when the cache is disabled
+  bool join_pending_ = false;  // this rank is in join(), waiting for the others
   std::chrono::microseconds cycle_time_;
   std::atomic<bool> stop_requested_{false};
   std::thread thread_;

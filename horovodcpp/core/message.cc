@@ -82,6 +82,45 @@ Enum checked_enum(std::uint8_t raw, std::uint8_t count, const char* what) {
   return static_cast<Enum>(raw);
 }
 
+
+void write_request(Writer& w, const Request& r) {
+  w.scalar(r.rank);
+  w.scalar(static_cast<std::uint8_t>(r.op_type));
+  w.string(r.name);
+  w.scalar(static_cast<std::uint8_t>(r.dtype));
+  w.dims(r.shape);
+  w.scalar(static_cast<std::uint8_t>(r.reduce_op));
+  w.scalar(r.root_rank);
+  w.scalar(r.prescale_factor);
+  w.scalar(r.postscale_factor);
+  w.scalar(static_cast<std::uint8_t>(r.device.type));
+  w.scalar<std::int32_t>(r.device.index);
+  w.dims(r.splits);
+  w.string(r.group_id);
+  w.scalar<std::int32_t>(r.group_size);
+  w.string(r.error);
+}
+
+Request read_request(Reader& r) {
+  Request q;
+  q.rank = r.scalar<std::int32_t>();
+  q.op_type = checked_enum<OpType>(r.scalar<std::uint8_t>(), kNumOpTypes, "operation");
+  q.name = r.string();
+  q.dtype = checked_enum<DataType>(r.scalar<std::uint8_t>(), kNumDataTypes, "dtype");
+  q.shape = r.dims();
+  q.reduce_op = checked_enum<ReduceOp>(r.scalar<std::uint8_t>(), 5, "reduce op");
+  q.root_rank = r.scalar<std::int32_t>();
+  q.prescale_factor = r.scalar<double>();
+  q.postscale_factor = r.scalar<double>();
+  q.device.type = checked_enum<DeviceType>(r.scalar<std::uint8_t>(), 2, "device");
+  q.device.index = r.scalar<std::int32_t>();
+  q.splits = r.dims();
+  q.group_id = r.string();
+  q.group_size = r.scalar<std::int32_t>();
+  q.error = r.string();
+  return q;
+}
+
 }  // namespace
 
 const char* op_type_name(OpType type) {
@@ -92,6 +131,7 @@ const char* op_type_name(OpType type) {
     case OpType::kBarrier: return "barrier";
     case OpType::kAlltoall: return "alltoall";
     case OpType::kReducescatter: return "reducescatter";
+    case OpType::kJoin: return "join";
   }
   return "unknown";
 }
@@ -110,23 +150,7 @@ std::string serialize(const RequestList& list) {
   Writer w;
   w.scalar<std::uint8_t>(list.shutdown);
   w.scalar<std::uint64_t>(list.requests.size());
-  for (const Request& r : list.requests) {
-    w.scalar(r.rank);
-    w.scalar(static_cast<std::uint8_t>(r.op_type));
-    w.string(r.name);
-    w.scalar(static_cast<std::uint8_t>(r.dtype));
-    w.dims(r.shape);
-    w.scalar(static_cast<std::uint8_t>(r.reduce_op));
-    w.scalar(r.root_rank);
-    w.scalar(r.prescale_factor);
-    w.scalar(r.postscale_factor);
-    w.scalar(static_cast<std::uint8_t>(r.device.type));
-    w.scalar<std::int32_t>(r.device.index);
-    w.dims(r.splits);
-    w.string(r.group_id);
-    w.scalar<std::int32_t>(r.group_size);
-    w.string(r.error);
-  }
+  for (const Request& r : list.requests) write_request(w, r);
   return w.take();
 }
 
@@ -135,23 +159,7 @@ RequestList parse_request_list(const std::string& bytes) {
   RequestList list;
   list.shutdown = r.scalar<std::uint8_t>() != 0;
   list.requests.resize(r.count(1));
-  for (Request& q : list.requests) {
-    q.rank = r.scalar<std::int32_t>();
-    q.op_type = checked_enum<OpType>(r.scalar<std::uint8_t>(), kNumOpTypes, "operation");
-    q.name = r.string();
-    q.dtype = checked_enum<DataType>(r.scalar<std::uint8_t>(), kNumDataTypes, "dtype");
-    q.shape = r.dims();
-    q.reduce_op = checked_enum<ReduceOp>(r.scalar<std::uint8_t>(), 5, "reduce op");
-    q.root_rank = r.scalar<std::int32_t>();
-    q.prescale_factor = r.scalar<double>();
-    q.postscale_factor = r.scalar<double>();
-    q.device.type = checked_enum<DeviceType>(r.scalar<std::uint8_t>(), 2, "device");
-    q.device.index = r.scalar<std::int32_t>();
-    q.splits = r.dims();
-    q.group_id = r.string();
-    q.group_size = r.scalar<std::int32_t>();
-    q.error = r.string();
-  }
+  for (Request& q : list.requests) q = read_request(r);
   r.expect_end();
   return list;
 }
@@ -161,6 +169,8 @@ std::string serialize(const ResponseList& list) {
   w.scalar<std::uint64_t>(list.shutdown_ranks.size());
   for (std::int32_t rank : list.shutdown_ranks) w.scalar(rank);
   w.string(list.stall_error);
+  w.scalar(list.fusion_threshold);
+  w.scalar(list.cycle_time_us);
   w.scalar<std::uint64_t>(list.responses.size());
   for (const Response& r : list.responses) {
     w.scalar(static_cast<std::uint8_t>(r.op_type));
@@ -169,6 +179,10 @@ std::string serialize(const ResponseList& list) {
     w.string(r.error_message);
     w.dims(r.first_dims);
     w.dims(r.splits);
+    w.scalar<std::uint64_t>(r.joined_ranks.size());
+    for (std::int32_t rank : r.joined_ranks) w.scalar(rank);
+    if (!r.joined_ranks.empty()) write_request(w, r.joined_template);
+    w.scalar(r.last_joined_rank);
   }
   return w.take();
 }
@@ -179,6 +193,8 @@ ResponseList parse_response_list(const std::string& bytes) {
   list.shutdown_ranks.resize(r.count(sizeof(std::int32_t)));
   for (std::int32_t& rank : list.shutdown_ranks) rank = r.scalar<std::int32_t>();
   list.stall_error = r.string();
+  list.fusion_threshold = r.scalar<std::int64_t>();
+  list.cycle_time_us = r.scalar<std::int64_t>();
   list.responses.resize(r.count(1));
   for (Response& p : list.responses) {
     p.op_type = checked_enum<OpType>(r.scalar<std::uint8_t>(), kNumOpTypes, "operation");
@@ -187,6 +203,10 @@ ResponseList parse_response_list(const std::string& bytes) {
     p.error_message = r.string();
     p.first_dims = r.dims();
     p.splits = r.dims();
+    p.joined_ranks.resize(r.count(sizeof(std::int32_t)));
+    for (std::int32_t& rank : p.joined_ranks) rank = r.scalar<std::int32_t>();
+    if (!p.joined_ranks.empty()) p.joined_template = read_request(r);
+    p.last_joined_rank = r.scalar<std::int32_t>();
   }
   r.expect_end();
   return list;

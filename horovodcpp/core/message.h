@@ -18,8 +18,9 @@ enum class OpType : std::uint8_t {
   kBarrier,
   kAlltoall,
   kReducescatter,
+  kJoin,  // this rank has no more batches; see join() in horovodcpp.h
 };
-constexpr std::uint8_t kNumOpTypes = 6;
+constexpr std::uint8_t kNumOpTypes = 7;
 const char* op_type_name(OpType type);
 
 // One rank's submission of one named tensor.
@@ -66,6 +67,13 @@ struct Response {
   // Alltoall: the size x size matrix of rows sent, row-major: element
   // [r * size + j] is how many rows rank r sends to rank j.
   std::vector<std::int64_t> splits;
+  // Ranks that called join() without submitting this tensor. They take part
+  // with zeros of `joined_template`'s dtype and shape (allreduce) or not at
+  // all (barrier, errors), and Average divides by the ranks that did submit.
+  std::vector<std::int32_t> joined_ranks;
+  Request joined_template;  // meaningful only when joined_ranks is non-empty
+  // Join: the last rank to call join(), what join() returns on every rank.
+  std::int32_t last_joined_rank = -1;
 };
 
 struct ResponseList {
@@ -77,6 +85,10 @@ struct ResponseList {
   // longer than HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS: every rank then
   // stops after this cycle and fails what is pending with this message.
   std::string stall_error;
+  // Set by rank 0's autotuner: every rank switches to these values after
+  // this cycle, so all plan fusion alike. -1: unchanged.
+  std::int64_t fusion_threshold = -1;
+  std::int64_t cycle_time_us = -1;
 };
 
 std::string serialize(const RequestList& list);

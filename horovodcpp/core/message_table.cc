@@ -93,6 +93,7 @@ std::vector<FieldCheck> checks_for(OpType op_type) {
       checks.push_back({"shape", shape, nullptr});
       break;
     case OpType::kBarrier:
+    case OpType::kJoin:
       break;
   }
   return checks;
@@ -168,6 +169,7 @@ std::vector<std::int64_t> alltoall_matrix(const std::vector<Request>& requests,
 void MessageTable::add(Request request, std::chrono::steady_clock::time_point now) {
   HVD_CHECK(request.rank >= 0 && request.rank < size_, Error,
             "request for '" << request.name << "' from invalid rank " << request.rank);
+  if (request.op_type == OpType::kJoin) return add_join(request.rank);
   first_seen_.emplace(request.name, now);  // keeps the first rank's time
   auto& requests = pending_[request.name];
   for (const Request& earlier : requests) {
@@ -175,16 +177,73 @@ void MessageTable::add(Request request, std::chrono::steady_clock::time_point no
               "rank " << request.rank << " submitted '" << request.name << "' twice");
   }
   requests.push_back(std::move(request));
-  if (static_cast<int>(requests.size()) == size_) ready_.push_back(requests.front().name);
+  if (complete(requests)) ready_.push_back(requests.front().name);
+}
+
+void MessageTable::add_join(int rank) {
+  HVD_CHECK(joined_.insert(rank).second, Error, "rank " << rank << " joined twice");
+  last_joined_ = rank;
+  // Tensors that waited only for this rank are complete now, in a stable
+  // (name) order so that every run releases them alike.
+  std::set<std::string> now_complete;
+  for (const auto& [name, requests] : pending_) {
+    const bool submitted = std::any_of(requests.begin(), requests.end(),
+                                       [rank](const Request& r) { return r.rank == rank; });
+    if (!submitted && complete(requests)) now_complete.insert(name);
+  }
+  ready_.insert(ready_.end(), now_complete.begin(), now_complete.end());
+}
+
+bool MessageTable::complete(const std::vector<Request>& requests) const {
+  std::size_t missing_but_joined = joined_.size();
+  for (const Request& r : requests) missing_but_joined -= joined_.count(r.rank);
+  return requests.size() + missing_but_joined == static_cast<std::size_t>(size_);
+}
+
+Response MessageTable::respond(const std::vector<Request>& submitted) const {
+  if (static_cast<int>(submitted.size()) == size_) return build_response(submitted);
+  std::vector<int> joined;  // ranks that joined instead of submitting
+  for (int rank = 0, i = 0; rank < size_; ++rank) {
+    const bool submitted_here = i < static_cast<int>(submitted.size()) && submitted[i].rank == rank;
+    if (submitted_here) {
+      ++i;
+    } else {
+      joined.push_back(rank);
+    }
+  }
+  const Request& first = submitted.front();
+  const bool zeros_work = first.op_type == OpType::kBarrier ||
+                          (first.op_type == OpType::kAllreduce &&
+                           (first.reduce_op == ReduceOp::kSum ||
+                            first.reduce_op == ReduceOp::kAverage));
+  Response response;
+  if (zeros_work) {
+    response = build_response(submitted);
+    response.joined_template = first;
+    response.joined_template.error.clear();
+  } else {
+    const std::string what = first.op_type == OpType::kAllreduce
+                                 ? std::string("allreduce with op ") +
+                                       reduce_op_name(first.reduce_op)
+                                 : std::string(op_type_name(first.op_type));
+    response = error_response(first, ErrorKind::kInvalidArgument,
+                              what + " of tensor '" + first.name + "' cannot run after " +
+                                  ranks_str(joined) +
+                                  " joined: a joined rank contributes zeros, which only Sum "
+                                  "and Average allreduces (and barriers) allow");
+  }
+  response.joined_ranks.assign(joined.begin(), joined.end());
+  return response;
 }
 
 std::vector<Response> MessageTable::take_ready() {
   std::vector<Response> responses;
-  responses.reserve(ready_.size());
+  responses.reserve(ready_.size() + 1);
   for (const std::string& name : ready_) {
     auto it = pending_.find(name);
-    std::vector<Request> by_rank(size_);
-    for (Request& r : it->second) by_rank[r.rank] = std::move(r);
+    std::vector<Request> by_rank = std::move(it->second);
+    std::sort(by_rank.begin(), by_rank.end(),
+              [](const Request& a, const Request& b) { return a.rank < b.rank; });
     pending_.erase(it);
     first_seen_.erase(name);
     // Grouped if any rank says so (a rank that does not is a mismatch,
@@ -197,7 +256,7 @@ std::vector<Response> MessageTable::take_ready() {
       }
     }
     if (!grouped) {
-      responses.push_back(build_response(by_rank));
+      responses.push_back(respond(by_rank));
       continue;
     }
     const std::string group_id = grouped->group_id;
@@ -216,6 +275,15 @@ std::vector<Response> MessageTable::take_ready() {
     }
   }
   ready_.clear();
+  if (static_cast<int>(joined_.size()) == size_) {
+    Response join;
+    join.op_type = OpType::kJoin;
+    join.name = "join";
+    join.last_joined_rank = last_joined_;
+    responses.push_back(std::move(join));
+    joined_.clear();
+    last_joined_ = -1;
+  }
   return responses;
 }
 
@@ -272,7 +340,7 @@ void MessageTable::release_group(std::vector<std::vector<Request>> members,
     }
   }
   std::vector<Response> responses;
-  for (const auto& member : members) responses.push_back(build_response(member));
+  for (const auto& member : members) responses.push_back(respond(member));
   if (kind == ErrorKind::kNone) {
     for (const Response& r : responses) {
       if (r.error_kind == ErrorKind::kNone) continue;
@@ -287,6 +355,7 @@ void MessageTable::release_group(std::vector<std::vector<Request>> members,
       r.error_message = message;
       r.first_dims.clear();
       r.splits.clear();
+      r.joined_template = Request();
     }
     out.push_back(std::move(r));
   }
@@ -296,7 +365,7 @@ std::vector<PendingTensor> MessageTable::pending_tensors() const {
   std::vector<PendingTensor> result;
   result.reserve(pending_.size());
   for (const auto& [name, requests] : pending_) {
-    if (static_cast<int>(requests.size()) == size_) continue;  // ready, not waiting
+    if (complete(requests)) continue;  // ready, not waiting
     PendingTensor tensor;
     tensor.name = name;
     tensor.op_type = requests.front().op_type;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +26,10 @@ class MessageTable {
   explicit MessageTable(int size) : size_(size) {}
 
   // Records one rank's request (request.rank says whose) arriving at `now`.
+  // A join request marks its rank as joined: from then on tensors wait only
+  // for the ranks that have not joined (see Response::joined_ranks), and
+  // once every rank has joined a Join response (after this cycle's other
+  // responses) names the last one and starts a new round of joins.
   void add(Request request,
            std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
   // Responses for the tensors that every rank has submitted since the last
@@ -39,6 +44,8 @@ class MessageTable {
   // The tensors still waiting for some rank, in no particular order.
   std::vector<PendingTensor> pending_tensors() const;
   int size() const { return size_; }
+  // Ranks that have joined in the current round.
+  const std::set<int>& joined() const { return joined_; }
 
  private:
   int size_;
@@ -47,8 +54,16 @@ class MessageTable {
   std::vector<std::string> ready_;
   // Group id -> its members complete on every rank (each indexed by rank).
   std::unordered_map<std::string, std::vector<std::vector<Request>>> held_;
+  std::set<int> joined_;
+  int last_joined_ = -1;
 
   std::size_t held_count() const;
+  void add_join(int rank);
+  // True once every rank has submitted `requests`' tensor or joined.
+  bool complete(const std::vector<Request>& requests) const;
+  // build_response for the submitting ranks, with the rules for the
+  // joined ones (see Response::joined_ranks).
+  Response respond(const std::vector<Request>& submitted) const;
   void release_group(std::vector<std::vector<Request>> members, std::vector<Response>& out);
 };
 

@@ -29,10 +29,10 @@ std::vector<Request> TensorQueue::pop_new_requests(
   return requests;
 }
 
-TensorEntry TensorQueue::take(const std::string& name) {
+std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(name);
-  HVD_CHECK(it != entries_.end(), Error, "no tensor named '" << name << "' is in flight");
+  if (it == entries_.end()) return std::nullopt;
   TensorEntry entry = std::move(it->second);
   entries_.erase(it);
   return entry;

@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,8 +38,8 @@ class TensorQueue {
   // `submitted`, if given, receives each one's submission time.
   std::vector<Request> pop_new_requests(
       std::vector<std::chrono::steady_clock::time_point>* submitted = nullptr);
-  // Removes and returns the in-flight entry of `name`.
-  TensorEntry take(const std::string& name);
+  // Removes and returns the in-flight entry of `name`, if there is one.
+  std::optional<TensorEntry> try_take(const std::string& name);
   // Refuses further pushes with `reason` and returns every entry left.
   std::vector<TensorEntry> close(std::exception_ptr reason);
 

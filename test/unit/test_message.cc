@@ -140,6 +140,37 @@ TEST(MessageTest, ResponseListRoundTrip) {
   EXPECT_EQ(back.responses[1].error_message, "dtype differs");
 }
 
+TEST(MessageTest, JoinAndTuningFieldsRoundTrip) {
+  ResponseList list;
+  list.fusion_threshold = 16 << 20;
+  list.cycle_time_us = 500;
+  Response with_joined;
+  with_joined.name = "grad";
+  with_joined.joined_ranks = {1, 3};
+  with_joined.joined_template = sample_request(0, "grad");
+  Response join;
+  join.op_type = OpType::kJoin;
+  join.name = "join";
+  join.last_joined_rank = 2;
+  list.responses = {with_joined, join};
+
+  ResponseList back = parse_response_list(serialize(list));
+  EXPECT_EQ(back.fusion_threshold, 16 << 20);
+  EXPECT_EQ(back.cycle_time_us, 500);
+  ASSERT_EQ(back.responses.size(), 2u);
+  EXPECT_EQ(back.responses[0].joined_ranks, with_joined.joined_ranks);
+  EXPECT_EQ(back.responses[0].joined_template.name, "grad");
+  EXPECT_EQ(back.responses[0].joined_template.shape, with_joined.joined_template.shape);
+  EXPECT_EQ(back.responses[0].joined_template.dtype, with_joined.joined_template.dtype);
+  EXPECT_EQ(back.responses[1].op_type, OpType::kJoin);
+  EXPECT_EQ(back.responses[1].last_joined_rank, 2);
+  EXPECT_TRUE(back.responses[1].joined_ranks.empty());
+  // Defaults: nothing to change.
+  ResponseList plain = parse_response_list(serialize(ResponseList{}));
+  EXPECT_EQ(plain.fusion_threshold, -1);
+  EXPECT_EQ(plain.cycle_time_us, -1);
+}
+
 TEST(MessageTest, TruncatedInputIsRejectedAtEveryLength) {
   RequestList list;
   list.requests = {sample_request(0, "w")};
@@ -160,7 +191,7 @@ TEST(MessageTest, InvalidEnumIsRejected) {
   bytes[1 + 8 + 4] = kNumOpTypes;  // one past the last operation
   EXPECT_THROW(parse_request_list(bytes), Error);
   bytes[1 + 8 + 4] = kNumOpTypes - 1;
-  EXPECT_EQ(parse_request_list(bytes).requests[0].op_type, OpType::kReducescatter);
+  EXPECT_EQ(parse_request_list(bytes).requests[0].op_type, OpType::kJoin);
 }
 
 TEST(MessageTest, ErrorKindsMapToExceptionTypes) {

@@ -363,5 +363,96 @@ TEST(MessageTableGroupTest, GroupedOnOneRankOnlyIsAMismatch) {
   EXPECT_TRUE(contains(ready[0].error_message, "no group")) << ready[0].error_message;
 }
 
+// ---- join ------------------------------------------------------------------
+
+Request join_request(int rank) {
+  Request r;
+  r.rank = rank;
+  r.op_type = OpType::kJoin;
+  r.name = "join";
+  return r;
+}
+
+TEST(MessageTableJoinTest, TensorsProceedWithoutJoinedRanks) {
+  MessageTable table(3);
+  table.add(allreduce_request(0, "a"));
+  table.add(join_request(1));
+  EXPECT_TRUE(table.take_ready().empty());  // rank 2 has neither submitted nor joined
+  table.add(allreduce_request(2, "a"));
+  auto ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].name, "a");
+  EXPECT_EQ(ready[0].error_kind, ErrorKind::kNone);
+  EXPECT_EQ(ready[0].joined_ranks, std::vector<std::int32_t>{1});
+  EXPECT_EQ(ready[0].joined_template.shape, (std::vector<std::int64_t>{4, 2}));
+  EXPECT_EQ(ready[0].joined_template.dtype, DataType::kFloat32);
+}
+
+TEST(MessageTableJoinTest, AJoinReleasesTensorsThatWaitedOnlyForThatRank) {
+  MessageTable table(2);
+  table.add(allreduce_request(0, "b"));
+  table.add(allreduce_request(0, "a"));
+  EXPECT_TRUE(table.take_ready().empty());
+  table.add(join_request(1));
+  auto ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 2u);
+  EXPECT_EQ(ready[0].name, "a");  // released together, in name order
+  EXPECT_EQ(ready[1].name, "b");
+  EXPECT_EQ(table.pending(), 0u);
+}
+
+TEST(MessageTableJoinTest, JoinCompletesWhenEveryRankJoinedAndNamesTheLast) {
+  MessageTable table(3);
+  table.add(join_request(2));
+  table.add(join_request(0));
+  EXPECT_TRUE(table.take_ready().empty());
+  table.add(allreduce_request(1, "last"));  // rank 1 is still training
+  auto ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].joined_ranks, (std::vector<std::int32_t>{0, 2}));
+  table.add(join_request(1));
+  ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].op_type, OpType::kJoin);
+  EXPECT_EQ(ready[0].last_joined_rank, 1);
+  EXPECT_TRUE(table.joined().empty());
+  // A new round: tensors wait for every rank again.
+  table.add(allreduce_request(0, "next"));
+  EXPECT_TRUE(table.take_ready().empty());
+}
+
+TEST(MessageTableJoinTest, OpsThatCannotTakeZerosFailNamingTheJoinedRanks) {
+  MessageTable table(3);
+  table.add(join_request(1));
+  Request max0 = allreduce_request(0, "m");
+  Request max2 = allreduce_request(2, "m");
+  max0.reduce_op = max2.reduce_op = ReduceOp::kMax;
+  table.add(max0);
+  table.add(max2);
+  Request gather0 = allreduce_request(0, "g");
+  Request gather2 = allreduce_request(2, "g");
+  gather0.op_type = gather2.op_type = OpType::kAllgather;
+  table.add(gather0);
+  table.add(gather2);
+  auto ready = table.take_ready();
+  ASSERT_EQ(ready.size(), 2u);
+  for (const Response& r : ready) {
+    EXPECT_EQ(r.error_kind, ErrorKind::kInvalidArgument) << r.name;
+    EXPECT_TRUE(contains(r.error_message, "rank 1 joined")) << r.error_message;
+    EXPECT_EQ(r.joined_ranks, std::vector<std::int32_t>{1});
+  }
+  EXPECT_TRUE(contains(ready[0].error_message, "allreduce with op Max")) << ready[0].error_message;
+  EXPECT_TRUE(contains(ready[1].error_message, "allgather")) << ready[1].error_message;
+}
+
+TEST(MessageTableJoinTest, JoinedRanksAreNotReportedAsStalled) {
+  MessageTable table(3);
+  table.add(join_request(1));
+  table.add(allreduce_request(0, "a"));
+  auto pending = table.pending_tensors();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].submitted_ranks, std::vector<int>{0});  // waits for rank 2 only
+}
+
 }  // namespace
 }  // namespace hvd

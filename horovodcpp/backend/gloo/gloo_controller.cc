@@ -1,6 +1,7 @@
 #include "backend/gloo/gloo_controller.h"
 
 #include <gloo/allgather.h>
+#include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
 #include <gloo/gather.h>
 
@@ -86,6 +87,24 @@ std::string GlooController::broadcast_from_root(const std::string& message) {
     gloo::broadcast(options);
   });
   return result;
+}
+
+void GlooController::bitwise_and(std::vector<std::uint64_t>& words) {
+  if (words.empty()) return;
+  // Gloo calls reduce(out, a, b, n) with out = a op b; out may alias a or b.
+  auto bitwise_and_into = [](void* out, const void* a, const void* b, std::size_t n) {
+    auto* o = static_cast<std::uint64_t*>(out);
+    const auto* x = static_cast<const std::uint64_t*>(a);
+    const auto* y = static_cast<const std::uint64_t*>(b);
+    for (std::size_t i = 0; i < n; ++i) o[i] = x[i] & y[i];
+  };
+  gloo_call("exchanging response cache bits", [&] {
+    gloo::AllreduceOptions options(context_->control());
+    options.setOutput(words.data(), words.size());
+    options.setReduceFunction(bitwise_and_into);
+    options.setTag(next_tag());
+    gloo::allreduce(options);
+  });
 }
 
 }  // namespace hvd

@@ -18,6 +18,7 @@ class GlooController : public Controller {
   const Topology& topology() const override { return context_->topology(); }
   std::vector<std::string> gather_to_root(const std::string& message) override;
   std::string broadcast_from_root(const std::string& message) override;
+  void bitwise_and(std::vector<std::uint64_t>& words) override;
 
  private:
   // Every rank issues the same collectives in the same order, so the n-th

@@ -71,4 +71,11 @@ std::string MpiController::broadcast_from_root(const std::string& message) {
   return result;
 }
 
+void MpiController::bitwise_and(std::vector<std::uint64_t>& words) {
+  HVD_CHECK(words.size() <= static_cast<std::size_t>(INT_MAX), BackendError,
+            "bit vector of " << words.size() << " words exceeds MPI's count limit");
+  HVD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()),
+                              MPI_UINT64_T, MPI_BAND, context_->control_comm()));
+}
+
 }  // namespace hvd

@@ -17,6 +17,7 @@ class MpiController : public Controller {
   const Topology& topology() const override { return context_->topology(); }
   std::vector<std::string> gather_to_root(const std::string& message) override;
   std::string broadcast_from_root(const std::string& message) override;
+  void bitwise_and(std::vector<std::uint64_t>& words) override;
 
  private:
   std::shared_ptr<MpiContext> context_;

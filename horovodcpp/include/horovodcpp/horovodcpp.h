@@ -131,6 +131,15 @@ std::vector<Tensor> grouped_reducescatter(const std::vector<TensorView>& inputs,
 // Returns once every rank has called barrier().
 void barrier();
 
+// For uneven numbers of batches: a rank that has run out calls join() and
+// waits there. Until every rank has joined, the others' allreduces (Sum or
+// Average) and barriers proceed without it: a joined rank contributes zeros
+// and Average divides by the ranks that submitted the tensor. Other
+// collectives submitted after a rank joined fail on every rank with an
+// InvalidArgument naming the joined ranks. Returns, on every rank, the last
+// rank to join; then a new round of joins may start.
+int join();
+
 // Timeline: rank 0 writes a Chrome-trace JSON file (chrome://tracing,
 // Perfetto) of each tensor's phases to `path`, replacing any timeline in
 // progress; `mark_cycles` adds a mark per coordinator cycle. The file is

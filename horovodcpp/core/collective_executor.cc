@@ -38,7 +38,9 @@ CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topolog
       fusion_threshold_(static_cast<std::size_t>(
           std::max<long long>(0, env_int("FUSION_THRESHOLD", kDefaultFusionThreshold)))) {}
 
-void CollectiveExecutor::execute_all(const std::vector<Response>& responses, TensorQueue& queue) {
+std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& responses,
+                                            TensorQueue& queue) {
+  std::size_t bytes = 0;
   std::vector<const Response*> runs;
   std::vector<TensorEntry> entries;
   std::vector<FusionCandidate> candidates;
@@ -59,6 +61,7 @@ void CollectiveExecutor::execute_all(const std::vector<Response>& responses, Ten
       entry = zeros_for(response.joined_template);
     }
     runs.push_back(&response);
+    bytes += entry->input.size_bytes();
     entries.push_back(std::move(*entry));
     const Request& r = entries.back().request;
     FusionCandidate c;
@@ -95,6 +98,7 @@ void CollectiveExecutor::execute_all(const std::vector<Response>& responses, Ten
     }
   }
   zero_tensors_.clear();
+  return bytes;
 }
 
 int CollectiveExecutor::contributors(const Response& response) const {

@@ -22,8 +22,14 @@ class CollectiveExecutor {
   // Runs one cycle's agreed responses in order, taking their entries from
   // `queue`; allreduces that can share the fusion buffer run as one.
   // Never throws: failures go to the entries' Work.
-  void execute_all(const std::vector<Response>& responses, TensorQueue& queue);
+  // Returns the bytes of this rank's tensors that the collectives moved
+  // (what the autotuner measures).
+  std::size_t execute_all(const std::vector<Response>& responses, TensorQueue& queue);
   void execute(const Response& response, TensorEntry entry);
+
+  std::size_t fusion_threshold() const { return fusion_threshold_; }
+  // Every rank must switch at the same cycle (they plan fusion alike).
+  void set_fusion_threshold(std::size_t bytes) { fusion_threshold_ = bytes; }
 
  private:
   // One allreduce through the backend for the whole group (same dtype, op

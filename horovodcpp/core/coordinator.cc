@@ -45,6 +45,12 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
   if (const std::size_t capacity = ResponseCache::capacity_from_env(); capacity > 0) {
     cache_ = std::make_unique<CacheNegotiation>(capacity, hit_stall_time(stall_inspector_));
   }
+  // Read on every rank, so that bad values fail everywhere alike.
+  const AutotuneSettings tuning = autotune_settings_from_environment();
+  if (controller.topology().rank == 0 && tuning.enabled) {
+    autotuner_ = std::make_unique<Autotuner>(
+        tuning, TunedParams{executor_.fusion_threshold(), cycle_time_});
+  }
 }
 
 Coordinator::~Coordinator() { stop(); }
@@ -94,7 +100,8 @@ bool Coordinator::run_cycle() {
     CycleFlags flags;
     flags.shutdown = stopping;
     flags.joined = join_pending_;
-    flags.root_busy = controller_.topology().rank == 0 && table_.pending() > 0;
+    flags.root_busy = controller_.topology().rank == 0 &&
+                      (table_.pending() > 0 || tuned_to_send_.has_value());
     CacheNegotiation::Outcome outcome = cache_->agree(new_requests, flags, controller_);
     responses = std::move(outcome.ready);
     mine.requests = std::move(outcome.to_negotiate);
@@ -106,10 +113,12 @@ bool Coordinator::run_cycle() {
   if (full_round) {
     mine.shutdown = stopping;
     agreed = negotiate(mine);
+    apply_tuning(agreed);
     responses.insert(responses.end(), agreed.responses.begin(), agreed.responses.end());
   }
 
-  executor_.execute_all(responses, queue_);
+  const std::size_t bytes = executor_.execute_all(responses, queue_);
+  if (autotuner_) autotune(bytes);
   if (cache_) cache_->update(agreed.responses);
   for (const Response& response : agreed.responses) {
     if (response.op_type == OpType::kJoin) join_pending_ = false;
@@ -160,9 +169,32 @@ ResponseList Coordinator::negotiate(const RequestList& mine) {
       }
     }
     responses.stall_error = stall_inspector_.inspect(table_).error;
+    if (tuned_to_send_) {
+      responses.fusion_threshold = static_cast<std::int64_t>(tuned_to_send_->fusion_threshold_bytes);
+      responses.cycle_time_us = tuned_to_send_->cycle_time.count();
+      tuned_to_send_.reset();
+    }
     agreed = serialize(responses);
   }
   return parse_response_list(controller_.broadcast_from_root(agreed));
+}
+
+void Coordinator::autotune(std::size_t bytes) {
+  if (!autotuner_->active()) return;
+  if (auto chosen = autotuner_->record_cycle(bytes, std::chrono::steady_clock::now())) {
+    tuned_to_send_ = chosen;
+  }
+}
+
+void Coordinator::apply_tuning(const ResponseList& agreed) {
+  if (agreed.fusion_threshold >= 0) {
+    executor_.set_fusion_threshold(static_cast<std::size_t>(agreed.fusion_threshold));
+  }
+  if (agreed.cycle_time_us >= 0) cycle_time_ = std::chrono::microseconds(agreed.cycle_time_us);
+  if (agreed.fusion_threshold >= 0 || agreed.cycle_time_us >= 0) {
+    HVD_LOG(Debug) << "autotune: fusion threshold " << executor_.fusion_threshold()
+                   << " bytes, cycle time " << cycle_time_.count() << " us";
+  }
 }
 
 void Coordinator::fail_everything_left(std::exception_ptr reason) {

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <thread>
 
+#include "core/autotuner.h"
 #include "core/backend.h"
 #include "core/cache_negotiation.h"
 #include "core/collective_executor.h"
@@ -22,7 +24,8 @@ namespace hvd {
 
 class Coordinator {
  public:
-  // Reads HOROVODCPP_CYCLE_TIME (milliseconds between cycles, default 1).
+  // Reads HOROVODCPP_CYCLE_TIME (milliseconds between cycles, default 1)
+  // and the autotune settings (rank 0 tunes; see autotuner.h).
   // `timeline` (rank 0; may be null) receives the trace events.
   Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
               Timeline* timeline = nullptr);
@@ -39,6 +42,11 @@ class Coordinator {
   // This cycle's new submissions (and their QUEUE phase on the timeline).
   std::vector<Request> pop_new_requests();
   ResponseList negotiate(const RequestList& mine);
+  // Rank 0: feeds the cycle's bytes to the autotuner; what it chooses goes
+  // out with the next full round.
+  void autotune(std::size_t bytes);
+  // Every rank: the tuned values rank 0 broadcast, if any.
+  void apply_tuning(const ResponseList& agreed);
   void fail_everything_left(std::exception_ptr reason);
 
   Controller& controller_;
@@ -50,6 +58,8 @@ class Coordinator {
   std::unique_ptr<CacheNegotiation> cache_;  // null when the cache is disabled
   bool join_pending_ = false;  // this rank is in join(), waiting for the others
   std::chrono::microseconds cycle_time_;
+  std::unique_ptr<Autotuner> autotuner_;        // rank 0 with HOROVODCPP_AUTOTUNE=1
+  std::optional<TunedParams> tuned_to_send_;    // rank 0: chosen, not yet broadcast
   std::atomic<bool> stop_requested_{false};
   std::thread thread_;
 };

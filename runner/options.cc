@@ -52,11 +52,12 @@ const std::set<std::string>& value_options() {
       "num-proc",          "hosts",          "hostfile",       "network-interface",
       "ssh-port",          "ssh-identity-file", "output-filename", "start-timeout",
       "fusion-threshold-mb", "cycle-time-ms", "cache-capacity", "timeline-filename",
-      "log-level",         "config-file",    "remote-shell"};
+      "log-level",         "config-file",    "remote-shell",   "autotune-log-file"};
   return names;
 }
 const std::set<std::string>& switch_options() {
-  static const std::set<std::string> names = {"mpi", "gloo", "verbose", "check-build", "help"};
+  static const std::set<std::string> names = {"mpi",  "gloo",    "verbose",
+                                              "check-build", "help", "autotune"};
   return names;
 }
 
@@ -119,6 +120,9 @@ void apply(Options& options, const std::string& name, const std::string& shown,
   } else if (name == "timeline-filename") {
     if (value.empty()) usage(shown + " expects a file name");
     options.rank_settings["HOROVODCPP_TIMELINE"] = value;
+  } else if (name == "autotune-log-file") {
+    if (value.empty()) usage(shown + " expects a file name");
+    options.rank_settings["HOROVODCPP_AUTOTUNE_LOG"] = value;
   } else if (name == "log-level") {
     std::string level = trim(value);
     std::transform(level.begin(), level.end(), level.begin(),
@@ -142,6 +146,8 @@ void apply(Options& options, const std::string& name, const std::string& shown,
     options.verbose = true;
   } else if (name == "check-build") {
     options.check_build = true;
+  } else if (name == "autotune") {
+    options.rank_settings["HOROVODCPP_AUTOTUNE"] = "1";
   } else if (name == "help") {
     options.help = true;
   }
@@ -313,6 +319,9 @@ Rank settings (forwarded to every rank as environment variables):
   --cycle-time-ms T          HOROVODCPP_CYCLE_TIME (milliseconds)
   --cache-capacity C         HOROVODCPP_CACHE_CAPACITY (response cache entries)
   --timeline-filename F      HOROVODCPP_TIMELINE
+  --autotune                 HOROVODCPP_AUTOTUNE=1: rank 0 tunes the fusion
+                             threshold and cycle time (those not set)
+  --autotune-log-file F      HOROVODCPP_AUTOTUNE_LOG (CSV of the samples)
   --log-level L              HOROVODCPP_LOG_LEVEL (trace, debug, info,
                              warning, error, fatal)
   --config-file F            "key: value" or "key=value" lines of the long
@@ -331,6 +340,8 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
     (or HOROVODCPP_CONTROLLER)      HOROVOD_CPU_OPERATIONS / HOROVOD_CONTROLLER)
   HOROVODCPP_FUSION_THRESHOLD       fusion buffer bytes (default 64 MiB; 0 disables)
   HOROVODCPP_CACHE_CAPACITY         response cache entries (default 1024; 0 disables)
+  HOROVODCPP_AUTOTUNE               1: rank 0 tunes fusion threshold and cycle time
+  HOROVODCPP_AUTOTUNE_LOG           rank 0's CSV log of the autotune samples
   HOROVODCPP_TIMELINE               rank 0 writes a Chrome-trace timeline to this file
   HOROVODCPP_TIMELINE_MARK_CYCLES   1: mark each coordinator cycle in the timeline
   HOROVODCPP_TIMELINE_MAX_BYTES     the timeline stops growing here (default 256 MiB)

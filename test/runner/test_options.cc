@@ -52,6 +52,7 @@ TEST(Options, EveryFlag) {
                              "--verbose", "--start-timeout", "5", "--fusion-threshold-mb", "32",
                              "--cycle-time-ms", "2.5", "--cache-capacity", "512",
                              "--timeline-filename", "/tmp/t.json", "--log-level", "DEBUG",
+                             "--autotune", "--autotune-log-file", "/tmp/tune.csv",
                              "--remote-shell", "ip netns exec ns-{host}", "python", "train.py"});
   EXPECT_EQ(*o.num_proc, 8);
   EXPECT_EQ(o.hosts, "h1:4,h2:4");
@@ -70,6 +71,8 @@ TEST(Options, EveryFlag) {
       {"HOROVODCPP_CACHE_CAPACITY", "512"},
       {"HOROVODCPP_TIMELINE", "/tmp/t.json"},
       {"HOROVODCPP_LOG_LEVEL", "debug"},
+      {"HOROVODCPP_AUTOTUNE", "1"},
+      {"HOROVODCPP_AUTOTUNE_LOG", "/tmp/tune.csv"},
   };
   EXPECT_EQ(o.rank_settings, expected);
 }
@@ -116,6 +119,7 @@ TEST(Options, HelpListsEveryFlagAndSetting) {
         "--network-interface", "-p", "-i", "--output-filename", "--verbose", "--start-timeout",
         "--check-build", "--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity",
         "--timeline-filename", "--log-level", "--config-file", "--remote-shell", "--help",
+        "--autotune", "--autotune-log-file", "HOROVODCPP_AUTOTUNE", "HOROVODCPP_CACHE_CAPACITY",
         "HOROVODCPP_CYCLE_TIME", "HOROVODCPP_LOG_LEVEL", "HOROVODCPP_CPU_OPERATIONS",
         "HOROVODCPP_CONTROLLER", "HOROVODCPP_GLOO_TIMEOUT_SECONDS", "HOROVODCPP_GLOO_IFACE",
         "HVDRUN_REMOTE_SHELL", "HOROVOD_", "SLURM_JOB_NODELIST", "PBS_NODEFILE"}) {

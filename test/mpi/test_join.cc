@@ -103,6 +103,40 @@ TEST(JoinTest, FusedAllreducesWithJoinedRanks) {
   EXPECT_EQ(hvd::join(), 1);
 }
 
+TEST(MultiRankJoinTest, EveryDtypeSumsAndAveragesOverTheRanksStillTraining) {
+  // The last rank joins at once; ranks 0..size-2 reduce every dtype. Their
+  // inputs are those of a job of size-1 ranks, so that job's reference holds.
+  if (my_rank() == world() - 1) {
+    EXPECT_EQ(hvd::join(), 0);
+    return;
+  }
+  const int training = world() - 1;
+  for (DataType dtype : all_dtypes()) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
+      if (op == ReduceOp::kAverage && dtype == DataType::kBool) continue;  // not defined
+      const std::string name =
+          std::string("join.dtype.") + hvd::dtype_name(dtype) + "." + hvd::reduce_op_name(op);
+      const Pattern p = pattern_for(op, dtype);
+      const std::uint64_t salt = salt_of(name);
+      Buffer buffer(dtype, {37});
+      buffer.fill(p, salt, my_rank());
+      auto error = error_of([&] { return hvd::allreduce_async(buffer.view(), name, op); });
+      ASSERT_FALSE(error) << name << ": " << error_message(error);
+      check_allreduce(buffer, op, p, salt, training, 1.0, 1.0, name);
+    }
+  }
+  if (my_rank() != 0) {
+    EXPECT_EQ(hvd::join(), 0);
+    return;
+  }
+  for (int tries = 0; tries < 1000; ++tries) {  // rank 0 joins last
+    std::vector<std::int32_t> alone = {1};
+    hvd::allreduce(hvd::view(alone), "join.dtype.alone", ReduceOp::kSum);
+    if (alone[0] == 1) break;
+  }
+  EXPECT_EQ(hvd::join(), 0);
+}
+
 TEST(MultiRankJoinTest, CollectivesThatCannotTakeZerosFailOnTheRanksStillTraining) {
   if (my_rank() == world() - 1) {
     EXPECT_EQ(hvd::join(), 0);

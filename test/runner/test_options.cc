@@ -118,6 +118,7 @@ TEST(Options, HelpListsEveryFlagAndSetting) {
         "--timeline-filename", "--log-level", "--config-file", "--remote-shell", "--help",
         "HOROVODCPP_CYCLE_TIME", "HOROVODCPP_LOG_LEVEL", "HOROVODCPP_CPU_OPERATIONS",
         "HOROVODCPP_CONTROLLER", "HOROVODCPP_GLOO_TIMEOUT_SECONDS", "HOROVODCPP_GLOO_IFACE",
+        "HOROVODCPP_PROCESS_SET_TIMEOUT_SECONDS",
         "HVDRUN_REMOTE_SHELL", "HOROVOD_", "SLURM_JOB_NODELIST", "PBS_NODEFILE"}) {
     EXPECT_NE(help.find(word), std::string::npos) << word;
   }

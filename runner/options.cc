@@ -349,6 +349,8 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
                                         after this many seconds (default 60; 0: off)
   HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS  fail every pending operation after this
                                         many seconds of stall (default 600; 0: off)
+  HOROVODCPP_PROCESS_SET_TIMEOUT_SECONDS  add/remove_process_set: how long to wait
+                                        for every rank's call (default 60)
   HOROVODCPP_GLOO_TIMEOUT_SECONDS   Gloo rendezvous/collective timeout (default 30)
   HOROVODCPP_GLOO_IFACE             Gloo network interface (alias HOROVOD_GLOO_IFACE)
   HOROVODCPP_GLOO_FILE_STORE        Gloo without hvdrun: a directory shared by

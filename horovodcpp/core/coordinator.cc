@@ -35,7 +35,7 @@ std::string shutdown_message(const std::vector<std::int32_t>& ranks) {
 }  // namespace
 
 Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
-                         Timeline* timeline)
+                         Timeline* timeline, bool global_set)
     : controller_(controller),
       queue_(queue),
       timeline_(timeline),
@@ -47,7 +47,7 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
   }
   // Read on every rank, so that bad values fail everywhere alike.
   const AutotuneSettings tuning = autotune_settings_from_environment();
-  if (controller.topology().rank == 0 && tuning.enabled) {
+  if (global_set && controller.topology().rank == 0 && tuning.enabled) {
     autotuner_ = std::make_unique<Autotuner>(
         tuning, TunedParams{executor_.fusion_threshold(), cycle_time_});
   }

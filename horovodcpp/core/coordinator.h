@@ -27,8 +27,10 @@ class Coordinator {
   // Reads HOROVODCPP_CYCLE_TIME (milliseconds between cycles, default 1)
   // and the autotune settings (rank 0 tunes; see autotuner.h).
   // `timeline` (rank 0; may be null) receives the trace events.
+  // Only the global set's coordinator autotunes (`global_set`): one tuner
+  // and one log per job.
   Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
-              Timeline* timeline = nullptr);
+              Timeline* timeline = nullptr, bool global_set = true);
   ~Coordinator();  // stop() + join
 
   void start();

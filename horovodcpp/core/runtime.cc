@@ -1,8 +1,11 @@
 #include "core/runtime.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "core/env.h"
 #include "core/logging.h"
+#include "core/process_set_rules.h"
 
 namespace hvd {
 namespace {
@@ -17,72 +20,73 @@ std::string chosen_transport() {
   return available_transports().front();
 }
 
-// Problems a rank can see on its own. They are not thrown here: the request
-// still goes to rank 0, which fails the tensor on every rank with them, so
-// the other ranks do not wait for a tensor that never comes.
-std::string local_error(const Request& request, const TensorView& input,
-                        const TensorView& output) {
-  for (std::int64_t dim : input.shape) {
-    if (dim < 0) return "negative dimension in shape " + shape_str(input.shape);
-  }
-  if (input.data == nullptr && input.num_elements() > 0) return "input data pointer is null";
-  if ((request.op_type == OpType::kAlltoall || request.op_type == OpType::kReducescatter) &&
-      input.shape.empty()) {
-    return std::string(op_type_name(request.op_type)) +
-           " needs a tensor of at least one dimension (its rows are split across ranks)";
-  }
-  if (request.op_type != OpType::kAllreduce) return "";
-  for (std::int64_t dim : output.shape) {
-    if (dim < 0) return "negative dimension in output shape " + shape_str(output.shape);
-  }
-  if (output.dtype != input.dtype) {
-    return std::string("output dtype ") + dtype_name(output.dtype) + " differs from input dtype " +
-           dtype_name(input.dtype);
-  }
-  if (output.num_elements() != input.num_elements()) {
-    return "output has " + std::to_string(output.num_elements()) + " elements but input has " +
-           std::to_string(input.num_elements());
-  }
-  if (output.device != input.device) {
-    return "output is on " + output.device.str() + " but input is on " + input.device.str();
-  }
-  if (output.data == nullptr && output.num_elements() > 0) return "output data pointer is null";
-  return "";
+// How long add/remove_process_set wait for every rank to make the same call.
+std::chrono::milliseconds read_process_set_timeout() {
+  const double seconds = env_double("PROCESS_SET_TIMEOUT_SECONDS", 60);
+  HVD_CHECK(seconds > 0 && seconds < 1e7, InvalidArgument,
+            "HOROVODCPP_PROCESS_SET_TIMEOUT_SECONDS=" << seconds << " must be positive");
+  return std::max(std::chrono::milliseconds(static_cast<long long>(seconds * 1000 + 0.5)),
+                  std::chrono::milliseconds(1));
 }
 
-// Alltoall without splits sends equal parts: expanded here so that rank 0
-// sees every rank's actual splits (which it checks against the shape).
-std::string expand_equal_splits(Request& request, int size) {
-  if (!request.splits.empty() || request.shape.empty()) return "";
-  const std::int64_t rows = request.shape[0];
-  if (rows % size != 0) {
-    return "no splits given and the first dimension " + std::to_string(rows) +
-           " is not divisible by the number of ranks " + std::to_string(size);
-  }
-  request.splits.assign(size, rows / size);
-  return "";
+std::string set_str(const ProcessSet& set) {
+  return std::to_string(set.id()) + " " + rank_list_str(set.ranks());
 }
 
 }  // namespace
 
-Runtime::Runtime() : transport_(create_transport(chosen_transport())) {
-  set_log_rank(topology().rank);
-  if (topology().rank == 0) {
+Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
+    : process_set_timeout_(read_process_set_timeout()) {
+  Transport transport = create_transport(chosen_transport());
+  channel_ = std::move(transport.process_sets);
+  const Topology& job = transport.controller->topology();
+  set_log_rank(job.rank);
+  if (job.rank == 0) {
     if (auto path = env_setting("TIMELINE"); path && !path->empty()) {
       timeline_.start(*path, env_int("TIMELINE_MARK_CYCLES", 0) != 0);
     }
   }
-  coordinator_ = std::make_unique<Coordinator>(*transport_.controller, *transport_.backend, queue_,
-                                               topology().rank == 0 ? &timeline_ : nullptr);
-  coordinator_->start();
+  std::vector<int> everyone(static_cast<std::size_t>(job.size));
+  for (int r = 0; r < job.size; ++r) everyone[static_cast<std::size_t>(r)] = r;
+  ProcessSet global(0, std::move(everyone), job.rank);
+  global_ = std::make_shared<ProcessSetRuntime>(global, std::move(transport),
+                                                job.rank == 0 ? &timeline_ : nullptr);
+  sets_.emplace(0, Registered{global, global_});
+  try {
+    for (const std::vector<int>& ranks : process_sets) add_process_set(ranks);
+  } catch (...) {
+    stop_process_sets();
+    global_->stop();
+    set_log_rank(-1);
+    throw;
+  }
   HVD_LOG(Debug) << "initialized: rank " << topology().rank << " of " << topology().size
-                 << ", backend " << transport_.backend->name();
+                 << ", backend " << global_->backend_name() << ", " << process_sets.size()
+                 << " process sets";
 }
 
 Runtime::~Runtime() {
-  coordinator_.reset();  // joins the thread before the transport goes away
+  stop_process_sets();
+  global_->stop();  // joins the thread before the transport goes away
   timeline_.stop();
   set_log_rank(-1);
+}
+
+void Runtime::stop_process_sets() {
+  std::map<int, Registered> added;
+  {
+    std::lock_guard<std::mutex> lock(sets_mutex_);
+    for (auto it = sets_.begin(); it != sets_.end();) {
+      if (it->first == 0) {
+        ++it;
+        continue;
+      }
+      added.insert(sets_.extract(it++));
+    }
+  }
+  for (auto& [id, entry] : added) {
+    if (entry.runtime) entry.runtime->stop();
+  }
 }
 
 void Runtime::start_timeline(const std::string& path, bool mark_cycles) {
@@ -93,48 +97,103 @@ void Runtime::stop_timeline() {
   if (topology().rank == 0) timeline_.stop();
 }
 
-std::string Runtime::auto_name(OpType op_type) {
-  long long n = unnamed_counts_[static_cast<int>(op_type)]++;
-  if (op_type == OpType::kBarrier) return "barrier." + std::to_string(n);
-  return std::string(op_type_name(op_type)) + ".noname." + std::to_string(n);
+const Runtime::Registered& Runtime::registered(const ProcessSet& process_set) const {
+  const auto it = sets_.find(process_set.id());
+  HVD_CHECK(it != sets_.end() && it->second.set == process_set, InvalidArgument,
+            "process set " << set_str(process_set)
+                           << " is not registered (it was removed, or never added in this "
+                              "init)");
+  return it->second;
 }
 
-Work Runtime::submit(Request request, const TensorView& input, const TensorView& output) {
-  request.rank = topology().rank;
-  if (request.name.empty()) request.name = auto_name(request.op_type);
-  request.dtype = input.dtype;
-  request.shape = input.shape;
-  // A scalar is gathered as one row.
-  if (request.op_type == OpType::kAllgather && request.shape.empty()) request.shape = {1};
-  request.device = input.device;
-  request.error = local_error(request, input, output);
-  if (request.op_type == OpType::kAlltoall && request.error.empty()) {
-    request.error = expand_equal_splits(request, topology().size);
-  }
+std::shared_ptr<ProcessSetRuntime> Runtime::member_runtime(const ProcessSet& process_set) const {
+  std::lock_guard<std::mutex> lock(sets_mutex_);
+  const Registered& entry = registered(process_set);
+  HVD_CHECK(entry.runtime != nullptr, InvalidArgument,
+            "rank " << topology().rank << " is not a member of process set " << set_str(process_set)
+                    << " and cannot submit to it");
+  return entry.runtime;
+}
 
-  auto work = std::make_shared<detail::WorkState>();
-  queue_.push(TensorEntry{std::move(request), input, output, work});
-  return Work(work);
+Work Runtime::submit(Request request, const TensorView& input, const TensorView& output,
+                     const ProcessSet& process_set) {
+  return member_runtime(process_set)->submit(std::move(request), input, output);
 }
 
 std::vector<Work> Runtime::submit_group(const Request& request,
                                         const std::vector<TensorView>& inputs,
-                                        const std::vector<TensorView>& outputs) {
-  HVD_CHECK_EQ(inputs.size(), outputs.size(), InvalidArgument,
-               "grouped " << op_type_name(request.op_type)
-                          << ": need as many outputs as inputs");
-  std::vector<Work> works;
-  if (inputs.empty()) return works;
-  const std::string group_id = request.name.empty() ? auto_name(request.op_type) : request.name;
-  works.reserve(inputs.size());
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    Request member = request;
-    member.name = group_id + "." + std::to_string(i);
-    member.group_id = group_id;
-    member.group_size = static_cast<std::int32_t>(inputs.size());
-    works.push_back(submit(std::move(member), inputs[i], outputs[i]));
+                                        const std::vector<TensorView>& outputs,
+                                        const ProcessSet& process_set) {
+  return member_runtime(process_set)->submit_group(request, inputs, outputs);
+}
+
+std::vector<ProcessSet> Runtime::process_sets() const {
+  std::lock_guard<std::mutex> lock(sets_mutex_);
+  std::vector<ProcessSet> sets;
+  for (const auto& [id, entry] : sets_) sets.push_back(entry.set);
+  return sets;
+}
+
+void Runtime::agree(const std::string& call) {
+  HVD_CHECK(broken_.empty(), BackendError,
+            call << ": process sets can no longer change in this run (shutdown() and init() "
+                    "start afresh): "
+                 << broken_);
+  std::vector<std::string> calls;
+  try {
+    calls = channel_->allgather(call, process_set_timeout_);
+  } catch (const Timeout& e) {
+    broken_ = std::string("an earlier call timed out: ") + e.what();
+    HVD_THROW(Timeout, call << ": " << e.what()
+                            << "; every rank must make the same add_process_set / "
+                               "remove_process_set calls in the same order");
   }
-  return works;
+  const std::string diff = call_disagreement(calls);
+  HVD_CHECK(diff.empty(), InvalidArgument,
+            "process sets must be added and removed by every rank, in the same order and with "
+            "the same arguments, but the ranks' calls differ: "
+                << diff);
+}
+
+ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
+  std::lock_guard<std::mutex> management(management_mutex_);
+  // Agreement comes first, so that every rank sees the same (possibly
+  // invalid) arguments and reaches the same verdict on them.
+  std::sort(ranks.begin(), ranks.end());
+  agree("add_process_set(" + rank_list_str(ranks) + ")");
+  check_process_set_ranks(ranks, topology().size);
+  for (const ProcessSet& existing : process_sets()) {
+    HVD_CHECK(existing.ranks() != ranks, InvalidArgument,
+              "process set already exists: " << rank_list_str(ranks) << " is process set "
+                                             << existing.id());
+  }
+  const int id = next_id_++;
+  ProcessSet set(id, ranks, topology().rank);
+  Transport transport = channel_->create_transport(id, ranks);
+  std::shared_ptr<ProcessSetRuntime> runtime;
+  if (set.included()) {
+    runtime = std::make_shared<ProcessSetRuntime>(set, std::move(transport), nullptr);
+  }
+  std::lock_guard<std::mutex> lock(sets_mutex_);
+  sets_.emplace(id, Registered{set, std::move(runtime)});
+  HVD_LOG(Debug) << "added process set " << set_str(set);
+  return set;
+}
+
+void Runtime::remove_process_set(const ProcessSet& process_set) {
+  std::lock_guard<std::mutex> management(management_mutex_);
+  agree("remove_process_set(" + set_str(process_set) + ")");
+  HVD_CHECK(process_set.id() != 0, InvalidArgument, "the global process set cannot be removed");
+  std::shared_ptr<ProcessSetRuntime> runtime;
+  {
+    std::lock_guard<std::mutex> lock(sets_mutex_);
+    runtime = registered(process_set).runtime;
+    sets_.erase(process_set.id());
+  }
+  // Submissions now fail with InvalidArgument; what is pending fails as the
+  // members' coordinators stop together.
+  if (runtime) runtime->stop();
+  HVD_LOG(Debug) << "removed process set " << set_str(process_set);
 }
 
 }  // namespace hvd

@@ -9,11 +9,13 @@
 #include "backend/mpi/mpi_backend.h"
 #include "backend/mpi/mpi_context.h"
 #include "backend/mpi/mpi_controller.h"
+#include "backend/mpi/mpi_process_set_channel.h"
 #endif
 #if HVD_HAVE_GLOO
 #include "backend/gloo/gloo_backend.h"
 #include "backend/gloo/gloo_context.h"
 #include "backend/gloo/gloo_controller.h"
+#include "backend/gloo/gloo_process_set_channel.h"
 #endif
 
 namespace hvd {
@@ -24,14 +26,12 @@ struct TransportEntry {
   Transport (*create)();
 };
 
-// Controller and backend share one context: one initialization of the
-// communication library, one topology.
-template <typename Context, typename ControllerType, typename BackendType>
+// The job-wide transport and its process-set channel over one context.
+template <typename Context, typename ControllerType, typename BackendType, typename ChannelType>
 Transport create_transport_with() {
   std::shared_ptr<Context> context = Context::create();
-  Transport transport;
-  transport.controller = std::make_unique<ControllerType>(context);
-  transport.backend = std::make_unique<BackendType>(context);
+  Transport transport = transport_over<ControllerType, BackendType>(context);
+  transport.process_sets = std::make_unique<ChannelType>(context);
   return transport;
 }
 
@@ -39,10 +39,11 @@ Transport create_transport_with() {
 const std::vector<TransportEntry>& transport_table() {
   static const std::vector<TransportEntry> table = {
 #if HVD_HAVE_MPI
-    {"mpi", &create_transport_with<MpiContext, MpiController, MpiBackend>},
+    {"mpi", &create_transport_with<MpiContext, MpiController, MpiBackend, MpiProcessSetChannel>},
 #endif
 #if HVD_HAVE_GLOO
-    {"gloo", &create_transport_with<GlooContext, GlooController, GlooBackend>},
+    {"gloo",
+     &create_transport_with<GlooContext, GlooController, GlooBackend, GlooProcessSetChannel>},
 #endif
   };
   return table;

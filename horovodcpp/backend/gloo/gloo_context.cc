@@ -106,14 +106,6 @@ std::shared_ptr<Store> store_from_environment(const Topology& topology,
   return nullptr;
 }
 
-std::string machine_hostname() {
-  char name[HOST_NAME_MAX + 1] = {};
-  HVD_CHECK(gethostname(name, sizeof name - 1) == 0, BackendError,
-            "Gloo: cannot read this machine's hostname; set HOROVODCPP_GLOO_IFACE or "
-            "HOROVODCPP_HOSTNAME");
-  return name;
-}
-
 gloo::transport::tcp::attr network_from_environment(const Topology& topology) {
   gloo::transport::tcp::attr attr;
   if (const auto iface = env_setting("GLOO_IFACE"); iface && !iface->empty()) {
@@ -132,9 +124,9 @@ std::string network_str(const gloo::transport::tcp::attr& attr) {
   return attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface;
 }
 
-std::shared_ptr<gloo::Context> connect(const GlooOptions& options,
-                                       const std::shared_ptr<gloo::transport::Device>& device,
-                                       const std::string& prefix) {
+std::shared_ptr<gloo::Context> connect_one(const GlooOptions& options,
+                                           const std::shared_ptr<gloo::transport::Device>& device,
+                                           const std::string& prefix) {
   auto context =
       std::make_shared<gloo::rendezvous::Context>(options.topology.rank, options.topology.size);
   context->setTimeout(options.timeout);
@@ -150,6 +142,14 @@ std::shared_ptr<gloo::Context> connect(const GlooOptions& options,
 }
 
 }  // namespace
+
+std::string machine_hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  HVD_CHECK(gethostname(name, sizeof name - 1) == 0, BackendError,
+            "Gloo: cannot read this machine's hostname; set HOROVODCPP_GLOO_IFACE or "
+            "HOROVODCPP_HOSTNAME");
+  return name;
+}
 
 namespace detail {
 
@@ -197,9 +197,6 @@ std::shared_ptr<GlooContext> GlooContext::create(const GlooOptions& options) {
             "a Gloo job of " << topology.size << " ranks needs a rendezvous store");
   HVD_CHECK(options.timeout.count() > 0, InvalidArgument, "the Gloo timeout must be positive");
 
-  std::shared_ptr<GlooContext> context(new GlooContext());
-  context->topology_ = topology;
-  context->timeout_ = options.timeout;
   // Taken before anything can fail, so every rank's n-th init uses the n-th
   // prefix even after a failed attempt.
   const std::string prefix = GlooStoreAdapter::next_init_prefix();
@@ -217,12 +214,30 @@ std::shared_ptr<GlooContext> GlooContext::create(const GlooOptions& options) {
                                                         << e.what());
     }
   });
+  return connect(options, std::move(device), prefix);
+}
+
+std::shared_ptr<GlooContext> GlooContext::create_subset(const std::string& name,
+                                                        const Topology& topology) const {
+  GlooOptions options = options_;
+  options.topology = topology;
+  return connect(options, device_, prefix_ + name + "/");
+}
+
+std::shared_ptr<GlooContext> GlooContext::connect(const GlooOptions& options,
+                                                  std::shared_ptr<gloo::transport::Device> device,
+                                                  const std::string& prefix) {
+  const Topology& topology = options.topology;
+  std::shared_ptr<GlooContext> context(new GlooContext());
+  context->options_ = options;
+  context->prefix_ = prefix;
+  context->device_ = std::move(device);
   const auto seconds = std::chrono::duration<double>(options.timeout).count();
   const std::pair<const char*, std::shared_ptr<gloo::Context>*> roles[] = {
       {"control", &context->control_}, {"data", &context->data_}};
   for (const auto& [role, slot] : roles) {
     try {
-      *slot = connect(options, device, prefix + role + "/");
+      *slot = connect_one(options, context->device_, prefix + role + "/");
     } catch (const Timeout& e) {
       HVD_THROW(BackendError,
                 "Gloo rendezvous: rank "
@@ -234,7 +249,8 @@ std::shared_ptr<GlooContext> GlooContext::create(const GlooOptions& options) {
     }
   }
   HVD_LOG(Debug) << "Gloo: rank " << topology.rank << " of " << topology.size << " connected on "
-                 << device->str() << ", timeout " << seconds << " s";
+                 << context->device_->str() << " under " << prefix << ", timeout " << seconds
+                 << " s";
   return context;
 }
 

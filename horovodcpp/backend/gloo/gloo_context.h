@@ -49,20 +49,41 @@ class GlooContext {
   GlooContext(const GlooContext&) = delete;
   GlooContext& operator=(const GlooContext&) = delete;
 
-  const Topology& topology() const { return topology_; }
-  std::chrono::milliseconds timeout() const { return timeout_; }
+  // A context over a subset of this one's ranks (a process set), in which
+  // this rank has the place `topology`. Its members meet through this
+  // context's store, under keys of their own named by `name` (unique within
+  // this context, e.g. "process_set.3"), and share its TCP device.
+  // Collective over the members.
+  std::shared_ptr<GlooContext> create_subset(const std::string& name,
+                                             const Topology& topology) const;
+
+  const Topology& topology() const { return options_.topology; }
+  std::chrono::milliseconds timeout() const { return options_.timeout; }
+  // The rendezvous store (null in a single-rank job without one) and the
+  // prefix of this context's keys in it.
+  const std::shared_ptr<Store>& store() const { return options_.store; }
+  const std::string& prefix() const { return prefix_; }
   // Negotiation and data move on separate contexts so they never interfere.
   const std::shared_ptr<gloo::Context>& control() const { return control_; }
   const std::shared_ptr<gloo::Context>& data() const { return data_; }
 
  private:
   GlooContext() = default;
+  // Connects the control and data contexts of `options.topology` under
+  // `prefix` over `device`.
+  static std::shared_ptr<GlooContext> connect(const GlooOptions& options,
+                                              std::shared_ptr<gloo::transport::Device> device,
+                                              const std::string& prefix);
 
-  Topology topology_;
-  std::chrono::milliseconds timeout_{0};
+  GlooOptions options_;
+  std::string prefix_;
+  std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> control_;
   std::shared_ptr<gloo::Context> data_;
 };
+
+// This machine's hostname (BackendError if it cannot be read).
+std::string machine_hostname();
 
 // Runs `fn` (Gloo calls) and turns whatever Gloo throws into an hvd::Error:
 // a lost connection or an expired timeout (a peer died or hangs) into a

@@ -55,18 +55,6 @@ void ensure_mpi_initialized() {
                                "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...))");
 }
 
-MPI_Comm dup_with_errors_return(MPI_Comm comm) {
-  MPI_Comm dup = MPI_COMM_NULL;
-  HVD_MPI_CHECK(MPI_Comm_dup(comm, &dup));
-  try {
-    HVD_MPI_CHECK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
-  } catch (...) {
-    MPI_Comm_free(&dup);
-    throw;
-  }
-  return dup;
-}
-
 // Rank and size in `comm`, which is freed afterwards.
 std::pair<int, int> rank_and_size_then_free(MPI_Comm* comm) {
   int rank = 0, size = 0;
@@ -83,12 +71,39 @@ std::pair<int, int> rank_and_size_then_free(MPI_Comm* comm) {
 
 }  // namespace
 
+MPI_Comm dup_with_errors_return(MPI_Comm comm) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  HVD_MPI_CHECK(MPI_Comm_dup(comm, &dup));
+  try {
+    HVD_MPI_CHECK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+  } catch (...) {
+    MPI_Comm_free(&dup);
+    throw;
+  }
+  return dup;
+}
+
+void require_mpi_thread_multiple(const char* what) {
+  int provided = MPI_THREAD_SINGLE;
+  HVD_MPI_CHECK(MPI_Query_thread(&provided));
+  HVD_CHECK(provided == MPI_THREAD_MULTIPLE, BackendError,
+            what << " needs MPI_THREAD_MULTIPLE (each process set has its own thread calling "
+                    "MPI), but MPI provides "
+                 << thread_level_name(provided)
+                 << " (initialize MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...), or let "
+                    "hvd::init() do it)");
+}
+
 std::shared_ptr<MpiContext> MpiContext::create() {
   ensure_mpi_initialized();
+  return create(MPI_COMM_WORLD);
+}
+
+std::shared_ptr<MpiContext> MpiContext::create(MPI_Comm comm) {
   std::shared_ptr<MpiContext> context(new MpiContext());
   // From here on the destructor frees whatever was created if a step throws.
-  context->control_comm_ = dup_with_errors_return(MPI_COMM_WORLD);
-  context->data_comm_ = dup_with_errors_return(MPI_COMM_WORLD);
+  context->control_comm_ = dup_with_errors_return(comm);
+  context->data_comm_ = dup_with_errors_return(comm);
 
   const MPI_Comm world = context->control_comm_;
   Topology& topology = context->topology_;

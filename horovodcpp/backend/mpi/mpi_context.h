@@ -17,12 +17,16 @@ class MpiContext {
   // provide at least MPI_THREAD_SERIALIZED. Throws BackendError otherwise
   // or when MPI was already finalized.
   static std::shared_ptr<MpiContext> create();
+  // A context over the ranks of `comm` (a process set's communicator; MPI is
+  // already initialized). Collective over `comm`, which is only duplicated.
+  static std::shared_ptr<MpiContext> create(MPI_Comm comm);
   ~MpiContext();
   MpiContext(const MpiContext&) = delete;
   MpiContext& operator=(const MpiContext&) = delete;
 
-  // Duplicates of MPI_COMM_WORLD with MPI_ERRORS_RETURN: negotiation and
-  // data move on separate communicators so their messages never match.
+  // Duplicates of MPI_COMM_WORLD (or of the set's communicator) with
+  // MPI_ERRORS_RETURN: negotiation and data move on separate communicators
+  // so their messages never match.
   MPI_Comm control_comm() const { return control_comm_; }
   MPI_Comm data_comm() const { return data_comm_; }
   const Topology& topology() const { return topology_; }
@@ -34,5 +38,12 @@ class MpiContext {
   MPI_Comm data_comm_ = MPI_COMM_NULL;
   Topology topology_;
 };
+
+// A duplicate of `comm` with MPI_ERRORS_RETURN; the caller frees it.
+MPI_Comm dup_with_errors_return(MPI_Comm comm);
+
+// Throws BackendError, saying that `what` needs it, unless MPI provides
+// MPI_THREAD_MULTIPLE.
+void require_mpi_thread_multiple(const char* what);
 
 }  // namespace hvd

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "horovodcpp/errors.h"
+#include "horovodcpp/process_set.h"
 #include "horovodcpp/tensor.h"
 #include "horovodcpp/types.h"
 #include "horovodcpp/version.h"
@@ -25,44 +26,63 @@ namespace hvd {
 // environment (HOROVODCPP_*, or Horovod's HOROVOD_* names). After
 // shutdown(), init() may be called again.
 void init();
-// Stops the coordinator. Operations still pending on any rank fail with
-// hvd::RankFailure on every rank. Safe to call twice.
+// init(), then add_process_set() of each rank list in order (ids 1, 2, ...;
+// process_sets() lists them). Every rank must pass the same lists.
+// InvalidArgument if already initialized.
+void init(const std::vector<std::vector<int>>& process_sets);
+// Stops every process set's coordinator, then the global one. Operations
+// still pending on any rank fail with hvd::RankFailure on every rank. Safe
+// to call twice.
 void shutdown();
 bool is_initialized();
 
+// This rank's place in the job (the global process set).
 int rank();
 int size();
-int local_rank();   // rank among the processes on this host
+int local_rank();  // rank among the processes on this host
 int local_size();
-int cross_rank();   // index of this host among hosts (ranks with equal local_rank)
+int cross_rank();  // index of this host among hosts (ranks with equal local_rank)
 int cross_size();
+
+// Every collective runs on `process_set` (default: the global set, every
+// rank); only its members may submit to it (InvalidArgument at once
+// otherwise, or for a removed set). Tensor names are per process set, and
+// "rank" and "size" in the comments below mean the rank and size in it.
 
 // Allreduce, out of place: `output` must have the dtype and element count of
 // `input` (it may alias it). output = postscale * reduce(prescale * input).
 Work allreduce_async(const TensorView& input, const TensorView& output,
                      const std::string& name = "", ReduceOp op = ReduceOp::kAverage,
-                     double prescale_factor = 1.0, double postscale_factor = 1.0);
+                     double prescale_factor = 1.0, double postscale_factor = 1.0,
+                     const ProcessSet& process_set = global_process_set());
 // Allreduce in place.
 Work allreduce_async(const TensorView& tensor, const std::string& name = "",
                      ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-                     double postscale_factor = 1.0);
-void allreduce(const TensorView& input, const TensorView& output,
-               const std::string& name = "", ReduceOp op = ReduceOp::kAverage,
-               double prescale_factor = 1.0, double postscale_factor = 1.0);
+                     double postscale_factor = 1.0,
+                     const ProcessSet& process_set = global_process_set());
+void allreduce(const TensorView& input, const TensorView& output, const std::string& name = "",
+               ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
+               double postscale_factor = 1.0, const ProcessSet& process_set = global_process_set());
 void allreduce(const TensorView& tensor, const std::string& name = "",
                ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-               double postscale_factor = 1.0);
+               double postscale_factor = 1.0, const ProcessSet& process_set = global_process_set());
 
 // Allgather: concatenates every rank's tensor along the first dimension,
 // which may differ between ranks (the other dimensions may not). The result
 // is allocated by the library: Work::output(). Scalars are gathered as
 // tensors of shape [1].
-Work allgather_async(const TensorView& input, const std::string& name = "");
-Tensor allgather(const TensorView& input, const std::string& name = "");
+Work allgather_async(const TensorView& input, const std::string& name = "",
+                     const ProcessSet& process_set = global_process_set());
+Tensor allgather(const TensorView& input, const std::string& name = "",
+                 const ProcessSet& process_set = global_process_set());
 
-// Broadcast in place from `root_rank` to every other rank.
-Work broadcast_async(const TensorView& tensor, int root_rank, const std::string& name = "");
-void broadcast(const TensorView& tensor, int root_rank, const std::string& name = "");
+// Broadcast in place from `root_rank` to every other rank. `root_rank` is
+// a global rank (hvd::rank() of the root), also on a process set, as in
+// Horovod; a root outside the set is an InvalidArgument on every member.
+Work broadcast_async(const TensorView& tensor, int root_rank, const std::string& name = "",
+                     const ProcessSet& process_set = global_process_set());
+void broadcast(const TensorView& tensor, int root_rank, const std::string& name = "",
+               const ProcessSet& process_set = global_process_set());
 
 // Alltoall: this rank sends splits[j] rows (first-dimension slices) of
 // `input` to rank j, in rank order; empty `splits` sends equal parts (the
@@ -71,10 +91,11 @@ void broadcast(const TensorView& tensor, int root_rank, const std::string& name 
 // this one: Work::output(); how many rows came from each rank:
 // Work::received_splits().
 Work alltoall_async(const TensorView& input, const std::vector<std::int64_t>& splits = {},
-                    const std::string& name = "");
+                    const std::string& name = "",
+                    const ProcessSet& process_set = global_process_set());
 Tensor alltoall(const TensorView& input, const std::vector<std::int64_t>& splits = {},
-                const std::string& name = "",
-                std::vector<std::int64_t>* received_splits = nullptr);
+                const std::string& name = "", std::vector<std::int64_t>* received_splits = nullptr,
+                const ProcessSet& process_set = global_process_set());
 
 // Reducescatter: reduces `input` (same shape on every rank) like allreduce,
 // and rank r receives its share of the first dimension: rows are split as
@@ -82,10 +103,12 @@ Tensor alltoall(const TensorView& input, const std::vector<std::int64_t>& splits
 // (as Horovod does). `op` is Sum or Average. Result: Work::output().
 Work reducescatter_async(const TensorView& input, const std::string& name = "",
                          ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-                         double postscale_factor = 1.0);
+                         double postscale_factor = 1.0,
+                         const ProcessSet& process_set = global_process_set());
 Tensor reducescatter(const TensorView& input, const std::string& name = "",
                      ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-                     double postscale_factor = 1.0);
+                     double postscale_factor = 1.0,
+                     const ProcessSet& process_set = global_process_set());
 
 // Grouped collectives: the tensors of a group are negotiated and executed
 // together. Member i is named "<name>.<i>" (an automatic group name when
@@ -99,37 +122,42 @@ std::vector<Work> grouped_allreduce_async(const std::vector<TensorView>& tensors
                                           const std::string& name = "",
                                           ReduceOp op = ReduceOp::kAverage,
                                           double prescale_factor = 1.0,
-                                          double postscale_factor = 1.0);
-std::vector<Work> grouped_allreduce_async(const std::vector<TensorView>& inputs,
-                                          const std::vector<TensorView>& outputs,
-                                          const std::string& name = "",
-                                          ReduceOp op = ReduceOp::kAverage,
-                                          double prescale_factor = 1.0,
-                                          double postscale_factor = 1.0);
+                                          double postscale_factor = 1.0,
+                                          const ProcessSet& process_set = global_process_set());
+std::vector<Work> grouped_allreduce_async(
+    const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
+    const std::string& name = "", ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
+    double postscale_factor = 1.0, const ProcessSet& process_set = global_process_set());
 void grouped_allreduce(const std::vector<TensorView>& tensors, const std::string& name = "",
                        ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-                       double postscale_factor = 1.0);
+                       double postscale_factor = 1.0,
+                       const ProcessSet& process_set = global_process_set());
 void grouped_allreduce(const std::vector<TensorView>& inputs,
                        const std::vector<TensorView>& outputs, const std::string& name = "",
                        ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-                       double postscale_factor = 1.0);
+                       double postscale_factor = 1.0,
+                       const ProcessSet& process_set = global_process_set());
 std::vector<Work> grouped_allgather_async(const std::vector<TensorView>& inputs,
-                                          const std::string& name = "");
+                                          const std::string& name = "",
+                                          const ProcessSet& process_set = global_process_set());
 std::vector<Tensor> grouped_allgather(const std::vector<TensorView>& inputs,
-                                      const std::string& name = "");
+                                      const std::string& name = "",
+                                      const ProcessSet& process_set = global_process_set());
 std::vector<Work> grouped_reducescatter_async(const std::vector<TensorView>& inputs,
                                               const std::string& name = "",
                                               ReduceOp op = ReduceOp::kAverage,
                                               double prescale_factor = 1.0,
-                                              double postscale_factor = 1.0);
+                                              double postscale_factor = 1.0,
+                                              const ProcessSet& process_set = global_process_set());
 std::vector<Tensor> grouped_reducescatter(const std::vector<TensorView>& inputs,
                                           const std::string& name = "",
                                           ReduceOp op = ReduceOp::kAverage,
                                           double prescale_factor = 1.0,
-                                          double postscale_factor = 1.0);
+                                          double postscale_factor = 1.0,
+                                          const ProcessSet& process_set = global_process_set());
 
-// Returns once every rank has called barrier().
-void barrier();
+// Returns once every rank (of the process set) has called barrier().
+void barrier(const ProcessSet& process_set = global_process_set());
 
 // For uneven numbers of batches: a rank that has run out calls join() and
 // waits there. Until every rank has joined, the others' allreduces (Sum or

@@ -1,0 +1,32 @@
+// GlooProcessSetChannel: process-set changes over Gloo. The agreement
+// exchange goes through the job's rendezvous store (each rank writes its
+// message under a key of its own and reads the others', each read bounded by
+// the timeout), and each set gets Gloo contexts of its own that its members
+// connect through the same store, so no coordinator's context is touched.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/gloo/gloo_context.h"
+#include "core/process_set_channel.h"
+
+namespace hvd {
+
+class GlooProcessSetChannel : public ProcessSetChannel {
+ public:
+  explicit GlooProcessSetChannel(std::shared_ptr<GlooContext> world);
+
+  std::vector<std::string> allgather(const std::string& message,
+                                     std::chrono::milliseconds timeout) override;
+  Transport create_transport(int id, const std::vector<int>& ranks) override;
+
+ private:
+  std::shared_ptr<GlooContext> world_;
+  long long exchanges_ = 0;         // the n-th exchange of every rank uses the keys of n
+  bool abandoned_ = false;          // an exchange timed out: the ranks' counts may differ
+  std::vector<std::string> hosts_;  // each rank's host, learned at the first set
+};
+
+}  // namespace hvd

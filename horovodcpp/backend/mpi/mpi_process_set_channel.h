@@ -1,0 +1,35 @@
+// MpiProcessSetChannel: process-set changes over MPI. A duplicate of
+// MPI_COMM_WORLD of its own carries the agreement exchange and the
+// MPI_Comm_split that gives each set its communicator, so the API thread
+// never touches a coordinator's communicators.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/mpi/mpi_context.h"
+#include "core/process_set_channel.h"
+
+namespace hvd {
+
+class MpiProcessSetChannel : public ProcessSetChannel {
+ public:
+  // `world`: the job-wide context (MPI is initialized; its rank is ours).
+  explicit MpiProcessSetChannel(std::shared_ptr<MpiContext> world);
+  ~MpiProcessSetChannel() override;
+
+  // Non-blocking collectives polled against the deadline: MPI cannot cancel
+  // a collective, so a timed-out exchange stays pending (its buffers and
+  // communicator are deliberately leaked).
+  std::vector<std::string> allgather(const std::string& message,
+                                     std::chrono::milliseconds timeout) override;
+  Transport create_transport(int id, const std::vector<int>& ranks) override;
+
+ private:
+  std::shared_ptr<MpiContext> world_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool abandoned_ = false;  // a timed-out exchange is still pending on comm_
+};
+
+}  // namespace hvd

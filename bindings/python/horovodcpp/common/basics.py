@@ -41,6 +41,8 @@ def init(comm=None, process_sets=None):
             "init(comm=...): horovodcpp runs on every launched rank; sub-communicators "
             "need process sets, which the C++ core does not have yet")
     _process_sets.check_init_argument(process_sets)
+    if _core.is_initialized():
+        return
     _core.init()
     if not _state["atexit"]:
         # Shut down while Python still runs: pending operations write into

@@ -16,6 +16,7 @@ packages=(
   dataset-fashion-mnist     # real data for the examples
   python3-dev pybind11-dev libdlpack-dev  # the Python extension horovodcpp._core
   python3-torch python3-numpy python3-pytest  # horovodcpp.torch, its tests and examples
+  python3-torchvision       # examples/pytorch/synthetic_benchmark.py
 )
 
 missing=()

@@ -13,7 +13,10 @@ packages=(
   libgtest-dev              # GoogleTest for ctest
   iproute2                  # ip netns for the two-host test
   zlib1g-dev                # reading the .gz IDX files of the example
-  dataset-fashion-mnist     # real data for examples/cpp
+  dataset-fashion-mnist     # real data for the examples
+  python3-dev pybind11-dev libdlpack-dev  # the Python extension horovodcpp._core
+  python3-torch python3-numpy python3-pytest  # horovodcpp.torch, its tests and examples
+  python3-torchvision       # examples/pytorch/synthetic_benchmark.py
 )
 
 missing=()
@@ -28,15 +31,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 build_dir=${HVD_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
+# The bindings are built for Debian's interpreter (the one python3-torch
+# serves), not whatever python3 comes first on PATH (pyenv, conda).
+python=${HVD_PYTHON:-/usr/bin/python3}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$python"
 cmake --build "$build_dir" -j "$(nproc)"
 
 # Install hvdrun, the library and its CMake package (default /usr/local),
-# so `hvdrun` is on PATH and find_package(horovodcpp) works.
+# so `hvdrun` is on PATH, find_package(horovodcpp) works and /usr/bin/python3
+# imports horovodcpp (from <prefix>/lib/python3.X/dist-packages).
 prefix=${HVD_PREFIX:-/usr/local}
 mkdir -p "$prefix" 2>/dev/null || true
 sudo_cmd=""; [ "$(id -u)" -eq 0 ] || [ -w "$prefix" ] || sudo_cmd="sudo"
 $sudo_cmd mkdir -p "$prefix"
 $sudo_cmd cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 [ "$(id -u)" -ne 0 ] || ldconfig
-echo "setup: installed hvdrun and libhorovodcpp under $prefix"
+echo "setup: installed hvdrun, libhorovodcpp and the horovodcpp Python package under $prefix"

@@ -1,0 +1,32 @@
+"""horovodcpp.torch: the API of horovod.torch on horovodcpp's C++ core.
+
+    import horovodcpp.torch as hvd
+    hvd.init()
+    optimizer = hvd.DistributedOptimizer(optimizer, model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+
+Not supported yet (raise NotImplementedError): process sets other than the
+global one, init(comm=...), join(). There is no Adasum.
+"""
+from horovodcpp.common.basics import (  # noqa: F401
+    Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
+    Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cross_rank, cross_size,
+    cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
+    local_rank, local_size, mpi_built, mpi_enabled, nccl_built, rank, rocm_built, shutdown, size,
+    start_timeline, stop_timeline)
+from horovodcpp.common.process_sets import (  # noqa: F401
+    ProcessSet, add_process_set, global_process_set, remove_process_set)
+from horovodcpp.torch.autograd_ops import (  # noqa: F401
+    allgather, allreduce, alltoall, broadcast, grouped_allgather, grouped_allreduce,
+    grouped_reducescatter, reducescatter)
+from horovodcpp.torch.compression import Compression  # noqa: F401
+from horovodcpp.torch.functions import (  # noqa: F401
+    allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters)
+from horovodcpp.torch.handles import poll, synchronize  # noqa: F401
+from horovodcpp.torch.mpi_ops import (  # noqa: F401
+    allgather_async, allreduce_, allreduce_async, allreduce_async_, alltoall_async, barrier,
+    broadcast_, broadcast_async, broadcast_async_, grouped_allgather_async, grouped_allreduce_,
+    grouped_allreduce_async, grouped_allreduce_async_, grouped_reducescatter_async, join,
+    reducescatter_async, sparse_allreduce_async)
+from horovodcpp.torch.optimizer import DistributedOptimizer  # noqa: F401
+from horovodcpp.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401

@@ -1,0 +1,105 @@
+"""Helpers of horovod.torch for starting training consistently:
+broadcast_parameters, broadcast_optimizer_state, broadcast_object and
+allgather_object."""
+import collections
+import pickle
+
+import torch
+
+from horovodcpp import _core
+from horovodcpp.common.process_sets import check as _check_process_set
+from horovodcpp.common.process_sets import global_process_set
+from horovodcpp.torch import mpi_ops
+from horovodcpp.torch.handles import synchronize
+
+
+def broadcast_parameters(params, root_rank, process_set=global_process_set):
+    """Overwrites `params` in place with root_rank's: a state_dict (or any
+    dict of name -> tensor) or a list of (name, tensor) such as
+    model.named_parameters(). Every rank passes the same names."""
+    if isinstance(params, dict):
+        params = sorted(params.items())
+    elif isinstance(params, list):
+        params = [p if isinstance(p, tuple) else (None, p) for p in params]
+    else:
+        raise ValueError("invalid params of type: {}".format(type(params)))
+    handles = [mpi_ops.broadcast_async_(p, root_rank, name, process_set)
+               for name, p in params if p is not None]
+    for handle in handles:
+        synchronize(handle)
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
+    """Returns root_rank's `obj` (any picklable object) on every rank."""
+    _check_process_set(process_set)
+    name = name or type(obj).__name__
+    is_root = _core.rank() == root_rank
+    payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8) if is_root else None
+    length = torch.tensor([payload.numel() if is_root else 0], dtype=torch.int64)
+    mpi_ops.broadcast_(length, root_rank, name + ".sz")
+    if not is_root:
+        payload = torch.empty(int(length), dtype=torch.uint8)
+    mpi_ops.broadcast_(payload, root_rank, name + ".t")
+    return obj if is_root else pickle.loads(payload.numpy().tobytes())
+
+
+def allgather_object(obj, name=None, process_set=global_process_set):
+    """Returns the list of every rank's `obj` (picklable), in rank order."""
+    _check_process_set(process_set)
+    name = name or type(obj).__name__
+    payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
+    lengths = synchronize(mpi_ops.allgather_async(torch.tensor([payload.numel()]), name + ".sz"))
+    data = synchronize(mpi_ops.allgather_async(payload, name + ".t")).numpy().tobytes()
+    offsets = [0] + torch.cumsum(lengths, 0).tolist()
+    return [pickle.loads(data[offsets[i]:offsets[i + 1]]) for i in range(len(lengths))]
+
+
+def _create_state(optimizer):
+    """Creates an optimizer's state (momentum buffers, ...) without changing
+    its parameters: one step on zero gradients, then the parameters are
+    restored."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    saved = [(p.detach().clone(), p.grad) for p in params]
+    for p in params:
+        p.grad = torch.zeros_like(p) if p.requires_grad else None
+    if hasattr(optimizer, "skip_synchronize"):  # a DistributedOptimizer
+        with optimizer.skip_synchronize():
+            optimizer.step()
+    else:
+        optimizer.step()
+    with torch.no_grad():
+        for p, (value, grad) in zip(params, saved):
+            p.copy_(value)
+            p.grad = grad
+
+
+def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
+    """Makes every rank's optimizer state and hyperparameters root_rank's
+    (SGD, Adam, AdamW and other per-parameter-state optimizers). When the
+    root has no state yet, every rank drops its own. `model` is unused
+    (accepted as in Horovod)."""
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise ValueError("cannot broadcast torch.optim.LBFGS state")
+    _check_process_set(process_set)
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    root_has_state = broadcast_object(len(optimizer.state) > 0, root_rank,
+                                      "optimizer_state.exists")
+    if not root_has_state:
+        optimizer.state = collections.defaultdict(dict)
+    elif len(optimizer.state) == 0:
+        _create_state(optimizer)
+
+    tensors, others = [], {}
+    for index, p in enumerate(params):
+        for key, value in sorted(optimizer.state.get(p, {}).items()):
+            if torch.is_tensor(value):
+                tensors.append(("optimizer_state.{}.{}".format(index, key), value))
+            else:
+                others[(index, key)] = value
+    broadcast_parameters(tensors, root_rank)
+    options = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
+    options, others = broadcast_object((options, others), root_rank, "optimizer_state.options")
+    for group, values in zip(optimizer.param_groups, options):
+        group.update(values)
+    for (index, key), value in others.items():
+        optimizer.state[params[index]][key] = value

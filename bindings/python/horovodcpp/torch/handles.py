@@ -1,0 +1,34 @@
+"""Handles of asynchronous operations, as in Horovod: an int that poll()
+and synchronize() take. synchronize() returns the operation's result."""
+import itertools
+
+_pending = {}  # handle -> (works, finish): finish() builds the result
+_next_handle = itertools.count()
+
+
+def register(works, finish):
+    """A new handle for the _core.Work objects `works`; once they are all
+    done, synchronize() returns finish()."""
+    handle = next(_next_handle)
+    _pending[handle] = (works, finish)
+    return handle
+
+
+def poll(handle):
+    """True once the operation of `handle` has completed (successfully or
+    not); synchronize() then returns without blocking."""
+    if handle not in _pending:
+        raise ValueError("unknown or already synchronized handle {}".format(handle))
+    return all(work.poll() for work in _pending[handle][0])
+
+
+def synchronize(handle):
+    """Waits for the operation of `handle` (without holding the GIL) and
+    returns its output; raises its error (a HorovodInternalError) on failure.
+    Returns None for a handle already synchronized."""
+    if handle not in _pending:
+        return None
+    works, finish = _pending.pop(handle)
+    for work in works:
+        work.wait()
+    return finish()

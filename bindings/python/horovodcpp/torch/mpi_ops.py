@@ -1,0 +1,251 @@
+"""horovod.torch's collectives on torch tensors: the asynchronous forms
+(returning handles) and the in-place blocking forms. The differentiable
+blocking forms (allreduce, allgather, ...) are in autograd_ops.py.
+
+Tensors cross into the C++ core through DLPack, in place: in-place
+operations write into the tensor's memory, out-of-place ones into a new
+tensor (or one the core allocated). Names get the operation as prefix
+("allreduce.<name>"), as in Horovod; unnamed operations get automatic names,
+which match across ranks only if every rank issues them in the same order.
+"""
+import warnings
+
+import torch
+from torch.utils.dlpack import from_dlpack
+
+from horovodcpp import _core
+from horovodcpp.common.basics import Average, Sum
+from horovodcpp.common.process_sets import check as _check_process_set
+from horovodcpp.common.process_sets import global_process_set
+from horovodcpp.torch.handles import poll, register, synchronize  # noqa: F401
+
+_SUPPORTED_DTYPES = {
+    torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+    torch.bfloat16, torch.float32, torch.float64, torch.bool}
+
+
+def _core_tensor(tensor):
+    """What _core takes for `tensor`: a detached view of the same memory.
+    bool goes as (uint8 view, "bool"): PyTorch 1.x cannot export bool."""
+    if tensor.dtype not in _SUPPORTED_DTYPES:
+        raise ValueError("Tensor type {} is not supported.".format(tensor.type()))
+    if tensor.is_sparse:
+        raise ValueError("Sparse tensors are not supported here; use sparse_allreduce_async.")
+    tensor = tensor.detach()
+    if tensor.dtype == torch.bool:
+        return (tensor.view(torch.uint8), "bool")
+    return tensor
+
+
+def _inplace_tensor(tensor):
+    if not tensor.is_contiguous():
+        raise ValueError("Tensor is required to be contiguous.")
+    return _core_tensor(tensor)
+
+
+def _from_core(buffer, like):
+    """A torch tensor over a _core.Buffer, with the dtype of `like`."""
+    out = from_dlpack(buffer)
+    return out.view(torch.bool) if like.dtype == torch.bool else out
+
+
+def _name(prefix, name):
+    return "" if name is None else "{}.{}".format(prefix, name)
+
+
+def _resolve_op(op, average):
+    # Horovod's deprecated `average` argument.
+    if op is not None:
+        if average is not None:
+            raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+        return op
+    if average is not None:
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+                      DeprecationWarning)
+        return Average if average else Sum
+    return Average
+
+
+def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set):
+    _check_process_set(process_set)
+    if output is tensor:
+        work = _core.allreduce_async(_inplace_tensor(tensor), None, _name("allreduce", name), op,
+                                     prescale_factor, postscale_factor)
+    else:
+        work = _core.allreduce_async(_core_tensor(tensor.contiguous()), _core_tensor(output),
+                                     _name("allreduce", name), op, prescale_factor,
+                                     postscale_factor)
+    return register([work], lambda: output)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set):
+    """Starts reducing `tensor` over all ranks into a new tensor:
+    postscale_factor * op(prescale_factor * tensor). `op` defaults to Average
+    (Sum, Min, Max, Product also work). Returns a handle for synchronize()."""
+    op = _resolve_op(op, average)
+    output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+    return _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
+                            process_set)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set):
+    """allreduce_async in place: the result replaces `tensor`'s contents."""
+    op = _resolve_op(op, average)
+    return _allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor,
+                            process_set)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    """Reduces `tensor` over all ranks in place and returns it."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postscale_factor,
+                             process_set):
+    _check_process_set(process_set)
+    if outputs is tensors:
+        inputs, core_outputs = [_inplace_tensor(t) for t in tensors], None
+    else:
+        inputs = [_core_tensor(t.contiguous()) for t in tensors]
+        core_outputs = [_core_tensor(t) for t in outputs]
+    works = _core.grouped_allreduce_async(inputs, core_outputs, _name("grouped_allreduce", name),
+                                          op, prescale_factor, postscale_factor)
+    return register(works, lambda: list(outputs))
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    """Starts reducing a list of tensors as one group: negotiated together and
+    fused into as few backend calls as possible. synchronize() returns the
+    list of results."""
+    op = _resolve_op(op, average)
+    outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
+    return _grouped_allreduce_async(list(tensors), outputs, name, op, prescale_factor,
+                                    postscale_factor, process_set)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set):
+    """grouped_allreduce_async in place."""
+    op = _resolve_op(op, average)
+    tensors = list(tensors)
+    return _grouped_allreduce_async(tensors, tensors, name, op, prescale_factor,
+                                    postscale_factor, process_set)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    """Reduces a list of tensors in place as one group; returns the list."""
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Reduces a sparse COO tensor by gathering every rank's indices and
+    values (duplicates are summed when the result is coalesced)."""
+    _check_process_set(process_set)
+    if op not in (Average, Sum):
+        raise NotImplementedError("sparse allreduce supports Sum and Average only")
+    indices = tensor._indices().t().contiguous()  # rows are nonzeros: gathered along dim 0
+    values = tensor._values().contiguous()
+    works = [_core.allgather_async(_core_tensor(indices), _name("allgather", name + ".indices")),
+             _core.allgather_async(_core_tensor(values), _name("allgather", name + ".values"))]
+
+    def finish():
+        all_indices = _from_core(works[0].output(), indices)
+        all_values = _from_core(works[1].output(), values)
+        if op == Average:
+            all_values = all_values / _core.size()
+        return torch.sparse_coo_tensor(all_indices.t(), all_values, tensor.size())
+    return register(works, finish)
+
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    """Starts concatenating every rank's `tensor` along the first dimension
+    (which may differ between ranks). synchronize() returns the result."""
+    _check_process_set(process_set)
+    work = _core.allgather_async(_core_tensor(tensor.contiguous()), _name("allgather", name))
+    return register([work], lambda: _from_core(work.output(), tensor))
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """allgather_async of a list of tensors as one group."""
+    _check_process_set(process_set)
+    tensors = list(tensors)
+    works = _core.grouped_allgather_async([_core_tensor(t.contiguous()) for t in tensors],
+                                          _name("grouped_allgather", name))
+    return register(works, lambda: [_from_core(w.output(), t) for w, t in zip(works, tensors)])
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts copying root_rank's `tensor` into a new tensor on every rank."""
+    output = tensor.detach().clone(memory_format=torch.contiguous_format)
+    return broadcast_async_(output, root_rank, name, process_set)
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts overwriting `tensor` with root_rank's `tensor`, in place."""
+    _check_process_set(process_set)
+    work = _core.broadcast_async(_inplace_tensor(tensor), root_rank, _name("broadcast", name))
+    return register([work], lambda: tensor)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Overwrites `tensor` with root_rank's `tensor` in place; returns it."""
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """Starts an alltoall: splits[j] rows (first-dimension slices) of `tensor`
+    go to rank j; without splits, equal parts. synchronize() returns
+    (output, received_splits): the rows every rank sent here, in rank order,
+    and how many came from each rank."""
+    _check_process_set(process_set)
+    if splits is None:
+        split_list, splits_dtype = [], torch.int32
+    elif isinstance(splits, torch.Tensor):
+        split_list, splits_dtype = [int(s) for s in splits.tolist()], splits.dtype
+    else:
+        split_list, splits_dtype = [int(s) for s in splits], torch.int32
+    work = _core.alltoall_async(_core_tensor(tensor.contiguous()), split_list,
+                                _name("alltoall", name))
+    return register([work], lambda: (_from_core(work.output(), tensor),
+                                     torch.tensor(work.received_splits(), dtype=splits_dtype)))
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    """Starts reducing `tensor` (same shape on every rank) and keeping this
+    rank's share of the first dimension: the first (rows % size) ranks get
+    one row more. `op` is Average or Sum."""
+    _check_process_set(process_set)
+    work = _core.reducescatter_async(_core_tensor(tensor.contiguous()),
+                                     _name("reducescatter", name), op, prescale_factor,
+                                     postscale_factor)
+    return register([work], lambda: _from_core(work.output(), tensor))
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
+                                prescale_factor=1.0, postscale_factor=1.0):
+    """reducescatter_async of a list of tensors as one group."""
+    _check_process_set(process_set)
+    tensors = list(tensors)
+    works = _core.grouped_reducescatter_async([_core_tensor(t.contiguous()) for t in tensors],
+                                              _name("grouped_reducescatter", name), op,
+                                              prescale_factor, postscale_factor)
+    return register(works, lambda: [_from_core(w.output(), t) for w, t in zip(works, tensors)])
+
+
+def join(device=-1):
+    """Horovod's join(): not supported yet (the C++ core has no join)."""
+    raise NotImplementedError("join() is not supported yet: the horovodcpp C++ core has no join")
+
+
+def barrier(process_set=global_process_set):
+    """Returns once every rank has called barrier() (without the GIL)."""
+    _check_process_set(process_set)
+    _core.barrier()

@@ -1,0 +1,214 @@
+"""DistributedOptimizer: wraps a torch optimizer so that each gradient is
+averaged over the ranks. Each gradient's allreduce starts from a hook on its
+parameter's gradient accumulator as soon as backward has produced it, so
+communication overlaps the rest of backward; step() waits for them."""
+import contextlib
+import warnings
+
+import torch
+
+from horovodcpp.common.basics import Average
+from horovodcpp.common.process_sets import check as _check_process_set
+from horovodcpp.common.process_sets import global_process_set
+from horovodcpp.torch import mpi_ops
+from horovodcpp.torch.compression import Compression
+from horovodcpp.torch.handles import synchronize
+
+
+def _split_evenly(items, parts):
+    size, extra = divmod(len(items), parts)
+    bounds = [i * size + min(i, extra) for i in range(parts + 1)]
+    return [items[bounds[i]:bounds[i + 1]] for i in range(parts) if bounds[i] < bounds[i + 1]]
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    # Mixed into the wrapped optimizer's class by DistributedOptimizer().
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
+        super(self.__class__, self).__init__(params)
+        _check_process_set(process_set)
+        self._compression = compression
+        self.backward_passes_per_step = backward_passes_per_step
+        self.op = op
+        self.gradient_predivide_factor = gradient_predivide_factor
+        self.sparse_as_dense = sparse_as_dense
+        self.process_set = process_set
+        self._parameter_names = self._names_of(named_parameters)
+
+        # Units of communication: a parameter alone, or a group reduced with
+        # one grouped allreduce once all its members' gradients are ready.
+        trainable = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
+        if isinstance(groups, int):
+            group_lists = _split_evenly(trainable, groups) if groups > 0 else []
+        else:
+            group_lists = [list(g) for g in groups or []]
+        self._unit_of = {p: (p,) for p in trainable}
+        for group in group_lists:
+            for p in group:
+                self._unit_of[p] = tuple(group)
+        self._units = list(dict.fromkeys(self._unit_of.values()))
+        self._ready = {unit: set() for unit in self._units}
+        self._handles = {}  # unit -> (handle, compression contexts)
+        self._delay = {p: backward_passes_per_step for p in trainable}
+        self._synchronized = False
+        self._should_synchronize = True
+        self._grad_accumulators = []  # keeps the hooked nodes alive
+        self._register_hooks(trainable)
+
+    def _names_of(self, named_parameters):
+        all_params = [p for g in self.param_groups for p in g["params"]]
+        if named_parameters is None:
+            return {p: "noname.{}".format(i) for i, p in enumerate(all_params)}
+        named_parameters = list(named_parameters)
+        if any(not isinstance(p, tuple) for p in named_parameters):
+            raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
+                             "usually produced by model.named_parameters().")
+        names = [name for name, _ in named_parameters]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError("Parameter names in named_parameters must be unique. "
+                             "Found duplicates: " + ", ".join(duplicates))
+        named_ids = {id(p) for _, p in named_parameters}
+        unnamed = [str(id(p)) for p in all_params if id(p) not in named_ids]
+        if unnamed:
+            raise ValueError("named_parameters was specified, but one or more model parameters "
+                             "were not named. Python object ids: " + ", ".join(unnamed))
+        return {p: name for name, p in named_parameters}
+
+    def _register_hooks(self, trainable):
+        with torch.enable_grad():
+            for p in trainable:
+                # The AccumulateGrad node: its hook runs once p.grad is final.
+                accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+                accumulator.register_hook(self._make_hook(p))
+                self._grad_accumulators.append(accumulator)
+
+    def _make_hook(self, p):
+        def hook(*_):
+            if self._delay[p] <= 0:
+                raise AssertionError(
+                    "Gradients were computed more than backward_passes_per_step times before "
+                    "call to step(). Increase backward_passes_per_step to accumulate gradients "
+                    "locally.")
+            self._delay[p] -= 1
+            if self._delay[p] == 0:
+                unit = self._unit_of[p]
+                self._ready[unit].add(p)
+                if len(self._ready[unit]) == len(unit):
+                    self._submit(unit)
+        return hook
+
+    def _submit(self, unit):
+        for p in unit:
+            if p.grad is None:  # unused in this step: contributes zeros
+                p.grad = torch.zeros_like(p)
+            elif p.grad.is_sparse and (self.sparse_as_dense or len(unit) > 1):
+                p.grad = p.grad.to_dense()
+        name = self._parameter_names[unit[0]]
+        if unit[0].grad.is_sparse:
+            handle = mpi_ops.sparse_allreduce_async(unit[0].grad, name, self.op, self.process_set)
+            self._handles[unit] = (handle, None)
+            return
+        # Average: divide by the predivide factor before the sum and by
+        # size / factor after it (the core divides by size for Average).
+        prescale, postscale = 1.0, 1.0
+        if self.op == Average:
+            prescale = 1.0 / self.gradient_predivide_factor
+            postscale = self.gradient_predivide_factor
+        compressed, ctxs = zip(*[self._compression.compress(p.grad) for p in unit])
+        if len(unit) == 1:
+            handle = mpi_ops.allreduce_async_(compressed[0], name=name, op=self.op,
+                                              prescale_factor=prescale, postscale_factor=postscale,
+                                              process_set=self.process_set)
+        else:
+            handle = mpi_ops.grouped_allreduce_async_(
+                list(compressed), name="group." + name, op=self.op, prescale_factor=prescale,
+                postscale_factor=postscale, process_set=self.process_set)
+        self._handles[unit] = (handle, ctxs)
+
+    def synchronize(self):
+        """Waits for every gradient's allreduce (starting those whose hook has
+        not fired: unused parameters, or fewer than backward_passes_per_step
+        passes) and stores the averaged gradients in p.grad."""
+        for unit in self._units:
+            if unit not in self._handles:
+                self._submit(unit)
+        for unit, (handle, ctxs) in self._handles.items():
+            outputs = synchronize(handle)
+            for p in unit:
+                self._delay[p] = self.backward_passes_per_step
+            if ctxs is None:  # sparse: the gathered gradient replaces p.grad
+                unit[0].grad = outputs
+                continue
+            for p, output, ctx in zip(unit, outputs if len(unit) > 1 else [outputs], ctxs):
+                result = self._compression.decompress(output, ctx)
+                if result is not p.grad:  # compressed: reduced in a copy
+                    p.grad.copy_(result)
+        self._handles.clear()
+        for ready in self._ready.values():
+            ready.clear()
+        self._synchronized = True
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """For code that calls synchronize() itself (e.g. to clip gradients)
+        before step(): step() inside this context does not synchronize again."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(). This can cause training "
+                              "slowdown. You may want to consider using "
+                              "optimizer.skip_synchronize() context if you use "
+                              "optimizer.synchronize() in your code.")
+            self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(). This is "
+                                 "prohibited as it can cause a race condition.")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
+                         num_groups=0, groups=None, sparse_as_dense=False,
+                         process_set=global_process_set):
+    """Wraps `optimizer` (of any torch.optim class) so that step() uses
+    gradients reduced with `op` (Average) over all ranks.
+
+    named_parameters: model.named_parameters(), to name each allreduce.
+    compression: Compression.none, .fp16 or .bf16 for the transfer.
+    backward_passes_per_step: backward passes accumulated locally per step.
+    gradient_predivide_factor: with Average, gradients are divided by this
+        before the sum and by size / factor after it.
+    groups: an int (split the parameters into that many groups) or a list of
+        lists of parameters; each group is reduced by one grouped allreduce.
+    sparse_as_dense: reduce sparse gradients as dense tensors (else they are
+        gathered as indices and values).
+    """
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("gradient_predivide_factor not supported with op != Average")
+    if num_groups != 0:
+        warnings.warn("Parameter `num_groups` has been replaced by `groups`.", DeprecationWarning)
+        if groups is None:
+            groups = num_groups
+    if groups is not None and not (isinstance(groups, list) or groups >= 0):
+        raise ValueError("groups should be a non-negative integer or a list of list of "
+                         "torch.Tensor.")
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               dict(_DistributedOptimizer.__dict__))
+    distributed = cls(optimizer.param_groups, named_parameters, compression,
+                      backward_passes_per_step, op, gradient_predivide_factor, groups,
+                      sparse_as_dense, process_set)
+    distributed.state = optimizer.state  # keep any state already loaded
+    return distributed

@@ -1,0 +1,144 @@
+// The collectives: import the tensors, submit, return Work handles. Inputs
+// are tensors or (tensor, dtype name) pairs (see tensor_import.h).
+#include <pybind11/stl.h>
+
+#include <vector>
+
+#include "horovodcpp/horovodcpp.h"
+#include "module.h"
+#include "tensor_import.h"
+#include "work.h"
+
+namespace hvdpy {
+namespace {
+
+std::vector<ImportedTensor> import_all(const std::vector<py::object>& objs, bool writable) {
+  std::vector<ImportedTensor> result;
+  for (const py::object& obj : objs) result.push_back(import_tensor(obj, writable));
+  return result;
+}
+
+std::vector<hvd::TensorView> views(const std::vector<ImportedTensor>& tensors) {
+  std::vector<hvd::TensorView> result;
+  for (const ImportedTensor& t : tensors) result.push_back(t.view);
+  return result;
+}
+
+// One Work per member; member i keeps inputs[i] (and outputs[i]) alive.
+std::vector<Work> member_works(std::vector<hvd::Work> works,
+                               const std::vector<ImportedTensor>& inputs,
+                               const std::vector<ImportedTensor>& outputs = {}) {
+  std::vector<Work> result;
+  for (std::size_t i = 0; i < works.size(); ++i) {
+    std::vector<const ImportedTensor*> used{&inputs[i]};
+    if (!outputs.empty()) used.push_back(&outputs[i]);
+    result.push_back(make_work(std::move(works[i]), used));
+  }
+  return result;
+}
+
+Work allreduce_async(py::object input, py::object output, const std::string& name,
+                     hvd::ReduceOp op, double prescale, double postscale) {
+  release_finished();
+  if (output.is_none()) {
+    ImportedTensor tensor = import_tensor(input, /*writable=*/true);
+    return make_work(hvd::allreduce_async(tensor.view, name, op, prescale, postscale), {&tensor});
+  }
+  ImportedTensor in = import_tensor(input, false);
+  ImportedTensor out = import_tensor(output, true);
+  return make_work(hvd::allreduce_async(in.view, out.view, name, op, prescale, postscale),
+                   {&in, &out});
+}
+
+Work allgather_async(py::object input, const std::string& name) {
+  release_finished();
+  ImportedTensor in = import_tensor(input, false);
+  return make_work(hvd::allgather_async(in.view, name), {&in});
+}
+
+Work broadcast_async(py::object tensor, int root_rank, const std::string& name) {
+  release_finished();
+  ImportedTensor t = import_tensor(tensor, true);
+  return make_work(hvd::broadcast_async(t.view, root_rank, name), {&t});
+}
+
+Work alltoall_async(py::object input, const std::vector<std::int64_t>& splits,
+                    const std::string& name) {
+  release_finished();
+  ImportedTensor in = import_tensor(input, false);
+  return make_work(hvd::alltoall_async(in.view, splits, name), {&in});
+}
+
+Work reducescatter_async(py::object input, const std::string& name, hvd::ReduceOp op,
+                         double prescale, double postscale) {
+  release_finished();
+  ImportedTensor in = import_tensor(input, false);
+  return make_work(hvd::reducescatter_async(in.view, name, op, prescale, postscale), {&in});
+}
+
+std::vector<Work> grouped_allreduce_async(const std::vector<py::object>& inputs,
+                                          std::optional<std::vector<py::object>> outputs,
+                                          const std::string& name, hvd::ReduceOp op,
+                                          double prescale, double postscale) {
+  release_finished();
+  if (!outputs) {
+    auto tensors = import_all(inputs, true);
+    return member_works(
+        hvd::grouped_allreduce_async(views(tensors), name, op, prescale, postscale), tensors);
+  }
+  auto in = import_all(inputs, false);
+  auto out = import_all(*outputs, true);
+  return member_works(
+      hvd::grouped_allreduce_async(views(in), views(out), name, op, prescale, postscale), in,
+      out);
+}
+
+std::vector<Work> grouped_allgather_async(const std::vector<py::object>& inputs,
+                                          const std::string& name) {
+  release_finished();
+  auto in = import_all(inputs, false);
+  return member_works(hvd::grouped_allgather_async(views(in), name), in);
+}
+
+std::vector<Work> grouped_reducescatter_async(const std::vector<py::object>& inputs,
+                                              const std::string& name, hvd::ReduceOp op,
+                                              double prescale, double postscale) {
+  release_finished();
+  auto in = import_all(inputs, false);
+  return member_works(
+      hvd::grouped_reducescatter_async(views(in), name, op, prescale, postscale), in);
+}
+
+}  // namespace
+
+void bind_ops(py::module_& m) {
+  py::enum_<hvd::ReduceOp>(m, "ReduceOp")
+      .value("Sum", hvd::ReduceOp::kSum)
+      .value("Average", hvd::ReduceOp::kAverage)
+      .value("Min", hvd::ReduceOp::kMin)
+      .value("Max", hvd::ReduceOp::kMax)
+      .value("Product", hvd::ReduceOp::kProduct);
+
+  const auto avg = hvd::ReduceOp::kAverage;
+  m.def("allreduce_async", &allreduce_async, py::arg("input"), py::arg("output") = py::none(),
+        py::arg("name") = "", py::arg("op") = avg, py::arg("prescale_factor") = 1.0,
+        py::arg("postscale_factor") = 1.0,
+        "output = postscale * reduce(prescale * input); in place when output is None.");
+  m.def("allgather_async", &allgather_async, py::arg("input"), py::arg("name") = "");
+  m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root_rank"),
+        py::arg("name") = "");
+  m.def("alltoall_async", &alltoall_async, py::arg("input"),
+        py::arg("splits") = std::vector<std::int64_t>{}, py::arg("name") = "");
+  m.def("reducescatter_async", &reducescatter_async, py::arg("input"), py::arg("name") = "",
+        py::arg("op") = avg, py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0);
+  m.def("grouped_allreduce_async", &grouped_allreduce_async, py::arg("inputs"),
+        py::arg("outputs") = py::none(), py::arg("name") = "", py::arg("op") = avg,
+        py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0);
+  m.def("grouped_allgather_async", &grouped_allgather_async, py::arg("inputs"),
+        py::arg("name") = "");
+  m.def("grouped_reducescatter_async", &grouped_reducescatter_async, py::arg("inputs"),
+        py::arg("name") = "", py::arg("op") = avg, py::arg("prescale_factor") = 1.0,
+        py::arg("postscale_factor") = 1.0);
+}
+
+}  // namespace hvdpy

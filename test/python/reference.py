@@ -1,0 +1,75 @@
+"""Helpers for the tests: each rank's inputs are a function of the rank, so
+every rank can also compute what all ranks hold and check its result (and
+its gradients) against plain PyTorch on one process."""
+import torch
+
+import horovodcpp.torch as hvd
+
+DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+          torch.bfloat16, torch.float32, torch.float64, torch.bool]
+FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+
+
+def rank_tensor(r, shape, dtype=torch.float64, seed=0):
+    """Rank r's deterministic tensor: small integers for integer dtypes (so
+    sums and products of a few ranks do not overflow), random bits for bool,
+    and values in [-2, 2) for floats."""
+    g = torch.Generator().manual_seed(1000 * seed + r)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if not dtype.is_floating_point:
+        low = 0 if dtype == torch.uint8 else -3
+        return torch.randint(low, 4, shape, generator=g).to(dtype)
+    return (torch.rand(shape, generator=g, dtype=torch.float64) * 4 - 2).to(dtype)
+
+
+def every_rank(fn):
+    return [fn(r) for r in range(hvd.size())]
+
+
+def reducescatter_rows(rows, size):
+    """Rows of each rank in a reducescatter (the first rows % size get one more)."""
+    return [rows // size + (1 if r < rows % size else 0) for r in range(size)]
+
+
+def assert_equal(actual, expected, dtype):
+    if dtype.is_floating_point:
+        tol = {torch.float16: 1e-2, torch.bfloat16: 2e-2}.get(dtype, 1e-6)
+        torch.testing.assert_close(actual.double(), expected.double(), rtol=tol, atol=tol)
+    else:
+        assert actual.dtype == expected.dtype
+        assert torch.equal(actual, expected), (actual, expected)
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def check_gradient(make_input, distributed, reference, count=1):
+    """Checks outputs and input gradients of a differentiable collective.
+
+    make_input(r, i): input i of rank r (float64); distributed(inputs) runs
+    the collective here; reference(inputs_of_every_rank) returns every
+    rank's outputs computed locally. The objective is the sum over ranks of
+    <weights_r, outputs_r>; the gradient of this rank's inputs must match.
+    """
+    n, me = hvd.size(), hvd.rank()
+
+    def weights(r, outputs):
+        return [rank_tensor(r, o.shape, seed=7 + i) for i, o in enumerate(outputs)]
+
+    inputs = [make_input(me, i).requires_grad_() for i in range(count)]
+    outputs = _as_list(distributed(inputs))
+    sum((o * w).sum() for o, w in zip(outputs, weights(me, outputs))).backward()
+
+    all_inputs = [[make_input(r, i).requires_grad_() for i in range(count)] for r in range(n)]
+    all_outputs = [_as_list(o) for o in reference(all_inputs)]
+    sum((o * w).sum() for r, outs in enumerate(all_outputs)
+        for o, w in zip(outs, weights(r, outs))).backward()
+
+    for got, want in zip(outputs, all_outputs[me]):
+        torch.testing.assert_close(got.detach(), want.detach())
+    for got, want in zip(inputs, all_inputs[me]):
+        # An input no output depends on gets no gradient locally: zero.
+        expected = want.grad if want.grad is not None else torch.zeros_like(want)
+        torch.testing.assert_close(got.grad, expected)

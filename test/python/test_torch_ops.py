@@ -1,0 +1,274 @@
+"""horovodcpp.torch collectives: every op and dtype against a local
+reference, the asynchronous forms, and errors raised on every rank."""
+import json
+import os
+
+import pytest
+import torch
+
+import horovodcpp.torch as hvd
+from reference import DTYPES, FLOAT_DTYPES, assert_equal, every_rank, rank_tensor, reducescatter_rows
+
+OPS = [hvd.Sum, hvd.Average, hvd.Min, hvd.Max, hvd.Product]
+
+
+def reduce_reference(tensors, op, dtype):
+    stacked = torch.stack(tensors)
+    if dtype == torch.bool:
+        return stacked.any(0) if op in (hvd.Sum, hvd.Max) else stacked.all(0)
+    if not dtype.is_floating_point:
+        wide = stacked.long()
+        result = {hvd.Sum: lambda: wide.sum(0),
+                  hvd.Average: lambda: torch.div(wide.sum(0), len(tensors), rounding_mode="trunc"),
+                  hvd.Min: lambda: wide.amin(0), hvd.Max: lambda: wide.amax(0),
+                  hvd.Product: lambda: wide.prod(0)}[op]()
+        return result.to(dtype)
+    wide = stacked.double()
+    result = {hvd.Sum: lambda: wide.sum(0), hvd.Average: lambda: wide.mean(0),
+              hvd.Min: lambda: wide.amin(0), hvd.Max: lambda: wide.amax(0),
+              hvd.Product: lambda: wide.prod(0)}[op]()
+    return result.to(dtype)
+
+
+def test_topology():
+    assert hvd.is_initialized()
+    assert 0 <= hvd.rank() < hvd.size()
+    assert 0 <= hvd.local_rank() < hvd.local_size()
+    assert 0 <= hvd.cross_rank() < hvd.cross_size()
+    assert hvd.is_homogeneous()  # one host
+    assert hvd.mpi_built() or hvd.gloo_built()
+    assert hvd.gloo_enabled() == (os.environ.get("HOROVODCPP_CPU_OPERATIONS") == "gloo")
+    assert hvd.mpi_enabled() != hvd.gloo_enabled()
+    assert not hvd.nccl_built() and not hvd.cuda_built()
+    assert hvd.global_process_set.size() == hvd.size()
+    assert hvd.global_process_set.ranks == list(range(hvd.size()))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("op", OPS, ids=str)
+def test_allreduce(dtype, op):
+    tensor = rank_tensor(hvd.rank(), [3, 5], dtype)
+    name = "ar.{}.{}".format(dtype, op)
+    if dtype == torch.bool and op == hvd.Average:
+        with pytest.raises(hvd.InvalidArgumentError, match="Average"):
+            hvd.allreduce(tensor, name=name, op=op)
+        return
+    expected = reduce_reference(every_rank(lambda r: rank_tensor(r, [3, 5], dtype)), op, dtype)
+    result = hvd.allreduce(tensor, name=name, op=op)
+    assert_equal(result, expected, dtype)
+    assert torch.equal(tensor, rank_tensor(hvd.rank(), [3, 5], dtype))  # input untouched
+    hvd.allreduce_(tensor, name=name, op=op)
+    assert_equal(tensor, expected, dtype)
+
+
+def test_allreduce_scale_factors_and_average_argument():
+    tensor = rank_tensor(hvd.rank(), [7])
+    expected = 3.0 * sum(0.5 * t for t in every_rank(lambda r: rank_tensor(r, [7])))
+    result = hvd.allreduce(tensor, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0)
+    torch.testing.assert_close(result, expected)
+    with pytest.warns(DeprecationWarning):
+        summed = hvd.allreduce(tensor, average=False, name="deprecated")
+    torch.testing.assert_close(summed, sum(every_rank(lambda r: rank_tensor(r, [7]))))
+    with pytest.raises(ValueError, match="supersedes"):
+        hvd.allreduce(tensor, average=True, op=hvd.Sum)
+
+
+def test_allreduce_async_poll_synchronize():
+    tensors = [rank_tensor(hvd.rank(), [4], seed=i) for i in range(3)]
+    handles = [hvd.allreduce_async(t, name="async.{}".format(i), op=hvd.Sum)
+               for i, t in enumerate(tensors)]
+    handle_ = hvd.allreduce_async_(tensors[0].clone(), name="async_", op=hvd.Max)
+    results = [hvd.synchronize(h) for h in reversed(handles)][::-1]
+    assert hvd.poll(handle_) in (True, False)
+    in_place = hvd.synchronize(handle_)
+    for i, result in enumerate(results):
+        torch.testing.assert_close(result, sum(every_rank(lambda r: rank_tensor(r, [4], seed=i))))
+    torch.testing.assert_close(in_place, torch.stack(every_rank(
+        lambda r: rank_tensor(r, [4]))).amax(0))
+    assert hvd.synchronize(handles[0]) is None  # already synchronized
+    with pytest.raises(ValueError):
+        hvd.poll(handles[0])
+
+
+def test_allreduce_fp16_compression():
+    tensor = rank_tensor(hvd.rank(), [64], torch.float32)
+    result = hvd.allreduce(tensor, name="fp16", compression=hvd.Compression.fp16)
+    assert result.dtype == torch.float32
+    expected = torch.stack(every_rank(lambda r: rank_tensor(r, [64], torch.float32))).mean(0)
+    torch.testing.assert_close(result, expected, rtol=1e-2, atol=1e-2)
+    bf16 = hvd.allreduce(tensor, name="bf16", compression=hvd.Compression.bf16)
+    torch.testing.assert_close(bf16, expected, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("in_place", [False, True], ids=["out_of_place", "in_place"])
+def test_grouped_allreduce(in_place):
+    shapes = [[3], [2, 4], [], [5, 1, 2]]
+    dtypes = [torch.float32, torch.int32, torch.float64, torch.bfloat16]
+    tensors = [rank_tensor(hvd.rank(), s, d, seed=i)
+               for i, (s, d) in enumerate(zip(shapes, dtypes))]
+    if in_place:
+        results = hvd.grouped_allreduce_(tensors, name="group_", op=hvd.Sum)
+        assert all(a is b for a, b in zip(results, tensors))
+    else:
+        results = hvd.synchronize(hvd.grouped_allreduce_async(tensors, name="group", op=hvd.Sum))
+        assert hvd.grouped_allreduce([]) == []
+    for i, (s, d) in enumerate(zip(shapes, dtypes)):
+        expected = reduce_reference(every_rank(lambda r: rank_tensor(r, s, d, seed=i)), hvd.Sum, d)
+        assert_equal(results[i], expected, d)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_allgather(dtype):
+    # Ragged first dimension: rank r contributes r + 1 rows (rank 0 also a zero-row case below).
+    make = lambda r: rank_tensor(r, [r + 1, 2, 3], dtype)  # noqa: E731
+    result = hvd.allgather(make(hvd.rank()), name="ag.{}".format(dtype))
+    assert_equal(result, torch.cat(every_rank(make)), dtype)
+    empty = hvd.synchronize(hvd.allgather_async(torch.zeros(0, 4, dtype=dtype), name="ag0"))
+    assert empty.shape == (0, 4) and empty.dtype == dtype
+
+
+def test_allgather_scalar_and_grouped():
+    scalar = hvd.allgather(torch.tensor(float(hvd.rank())), name="scalar")
+    assert torch.equal(scalar, torch.arange(hvd.size(), dtype=torch.float32))
+    make = [lambda r: rank_tensor(r, [r + 2]), lambda r: rank_tensor(r, [1, 3], torch.int64)]
+    mine = [m(hvd.rank()) for m in make]
+    expected = [torch.cat(every_rank(m)) for m in make]
+    for results in (hvd.grouped_allgather(mine, name="gag"),
+                    hvd.synchronize(hvd.grouped_allgather_async(mine, name="gag_async"))):
+        for got, want in zip(results, expected):
+            assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_broadcast(dtype):
+    for root in range(hvd.size()):
+        tensor = rank_tensor(hvd.rank(), [4, 3], dtype)
+        expected = rank_tensor(root, [4, 3], dtype)
+        name = "bc.{}.{}".format(dtype, root)
+        assert torch.equal(hvd.broadcast(tensor, root, name=name), expected)
+        assert torch.equal(tensor, rank_tensor(hvd.rank(), [4, 3], dtype))
+        assert torch.equal(hvd.synchronize(hvd.broadcast_async(tensor, root, name)), expected)
+        hvd.synchronize(hvd.broadcast_async_(tensor, root, name))
+        assert torch.equal(tensor, expected)
+        other = rank_tensor(hvd.rank(), [4, 3], dtype, seed=1)
+        assert hvd.broadcast_(other, root, name) is other
+        assert torch.equal(other, rank_tensor(root, [4, 3], dtype, seed=1))
+
+
+def splits_of(r, size):
+    return [(r + j) % 3 for j in range(size)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_alltoall(dtype):
+    n, me = hvd.size(), hvd.rank()
+    make = lambda r: rank_tensor(r, [sum(splits_of(r, n)), 2], dtype)  # noqa: E731
+    output, received = hvd.alltoall(make(me), splits=splits_of(me, n), name="a2a.{}".format(dtype))
+    pieces = []
+    for r in range(n):
+        offset = sum(splits_of(r, n)[:me])
+        pieces.append(make(r)[offset:offset + splits_of(r, n)[me]])
+    assert_equal(output, torch.cat(pieces), dtype)
+    assert received.dtype == torch.int32
+    assert received.tolist() == [splits_of(r, n)[me] for r in range(n)]
+
+    # Equal parts without splits; splits as a tensor keep their dtype.
+    equal = rank_tensor(me, [2 * n, 3], dtype)
+    output = hvd.alltoall(equal, name="a2a_equal.{}".format(dtype))
+    expected = torch.cat(every_rank(lambda r: rank_tensor(r, [2 * n, 3], dtype)[2 * me:2 * me + 2]))
+    assert_equal(output, expected, dtype)
+    output, received = hvd.synchronize(hvd.alltoall_async(
+        equal, torch.full([n], 2, dtype=torch.int64), name="a2a_async"))
+    assert_equal(output, expected, dtype)
+    assert received.dtype == torch.int64 and received.tolist() == [2] * n
+
+
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d not in (torch.bool, torch.uint8)],
+                         ids=str)
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average], ids=str)
+def test_reducescatter(dtype, op):
+    n, me = hvd.size(), hvd.rank()
+    rows = 2 * n + 1  # not divisible: the first ranks get one row more
+    tensor = rank_tensor(me, [rows, 3], dtype)
+    full = reduce_reference(every_rank(lambda r: rank_tensor(r, [rows, 3], dtype)), op, dtype)
+    counts = reducescatter_rows(rows, n)
+    expected = full[sum(counts[:me]):sum(counts[:me + 1])]
+    assert_equal(hvd.reducescatter(tensor, name="rs.{}.{}".format(dtype, op), op=op), expected, dtype)
+    assert_equal(hvd.synchronize(hvd.reducescatter_async(tensor, name="rs_async", op=op)),
+                 expected, dtype)
+
+
+def test_reducescatter_scaled_and_grouped():
+    n, me = hvd.size(), hvd.rank()
+    shapes = [[n, 2], [3 * n + 2]]
+    mine = [rank_tensor(me, s, seed=i) for i, s in enumerate(shapes)]
+    expected = []
+    for i, s in enumerate(shapes):
+        full = 2.0 * sum(0.25 * t for t in every_rank(lambda r: rank_tensor(r, s, seed=i)))
+        counts = reducescatter_rows(s[0], n)
+        expected.append(full[sum(counts[:me]):sum(counts[:me + 1])])
+    kwargs = dict(op=hvd.Sum, prescale_factor=0.25, postscale_factor=2.0)
+    for results in (hvd.grouped_reducescatter(mine, name="grs", **kwargs),
+                    hvd.synchronize(hvd.grouped_reducescatter_async(mine, name="grs_a", **kwargs))):
+        for got, want in zip(results, expected):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.reducescatter(mine[0], name="rs_max", op=hvd.Max)
+
+
+def test_mismatches_fail_on_every_rank():
+    me = hvd.size() - 1 == hvd.rank()  # the last rank disagrees
+    with pytest.raises(hvd.MismatchError, match="shape"):
+        hvd.allreduce(torch.zeros(3 + me), name="bad_shape")
+    with pytest.raises(hvd.MismatchError, match="dtype"):
+        hvd.allreduce(torch.zeros(3, dtype=torch.float64 if me else torch.float32),
+                      name="bad_dtype")
+    with pytest.raises(hvd.MismatchError, match="root"):
+        hvd.broadcast(torch.zeros(2), root_rank=int(me), name="bad_root")
+    with pytest.raises(hvd.MismatchError):
+        hvd.allgather(torch.zeros(2, 3 + me), name="bad_gather")
+    with pytest.raises(hvd.HorovodInternalError):  # every error is a HorovodInternalError
+        hvd.grouped_allreduce([torch.zeros(2), torch.zeros(2 + me)], name="bad_group")
+    with pytest.raises(hvd.InvalidArgumentError):
+        hvd.alltoall(torch.zeros(hvd.size() + 1), name="bad_split")
+
+
+def test_invalid_arguments():
+    with pytest.raises(ValueError, match="not supported"):
+        hvd.allreduce(torch.zeros(2, dtype=torch.complex64))
+    with pytest.raises(ValueError, match="contiguous"):
+        hvd.allreduce_(torch.zeros(4, 4).t())
+    assert hvd.allreduce(torch.ones(4, 4).t(), op=hvd.Sum).is_contiguous()  # copied
+
+
+def test_not_supported_yet():
+    subset = hvd.ProcessSet([0])
+    with pytest.raises(NotImplementedError, match="process sets"):
+        hvd.allreduce(torch.zeros(2), process_set=subset)
+    with pytest.raises(NotImplementedError, match="process sets"):
+        hvd.add_process_set(subset)
+    with pytest.raises(NotImplementedError, match="join"):
+        hvd.join()
+    with pytest.raises(NotImplementedError, match="comm"):
+        hvd.init(comm=[0])
+
+
+def test_barrier_and_timeline(tmp_path):
+    path = str(tmp_path / "timeline.json")
+    hvd.start_timeline(path)
+    hvd.allreduce(torch.ones(8), name="timeline_tensor")
+    hvd.stop_timeline()
+    hvd.barrier()
+    if hvd.rank() == 0:
+        with open(path) as f:
+            events = json.load(f)
+        assert "allreduce.timeline_tensor" in json.dumps(events)
+
+
+def test_shutdown_and_init_again():
+    hvd.shutdown()
+    assert not hvd.is_initialized()
+    with pytest.raises(ValueError):
+        hvd.rank()
+    hvd.init()
+    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full([2], hvd.size() * 1.0))

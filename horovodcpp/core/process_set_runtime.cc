@@ -92,6 +92,14 @@ std::string ProcessSetRuntime::auto_name(OpType op_type) {
 }
 
 Work ProcessSetRuntime::submit(Request request, const TensorView& input, const TensorView& output) {
+  TensorEntry entry = make_entry(std::move(request), input, output);
+  Work work(entry.work);
+  queue_.push(std::move(entry));
+  return work;
+}
+
+TensorEntry ProcessSetRuntime::make_entry(Request request, const TensorView& input,
+                                          const TensorView& output) {
   request.rank = topology().rank;
   if (request.name.empty()) request.name = auto_name(request.op_type);
   request.dtype = input.dtype;
@@ -108,9 +116,7 @@ Work ProcessSetRuntime::submit(Request request, const TensorView& input, const T
     if (request.error.empty()) request.error = root_error;
   }
 
-  auto work = std::make_shared<detail::WorkState>();
-  queue_.push(TensorEntry{std::move(request), input, output, work});
-  return Work(work);
+  return TensorEntry{std::move(request), input, output, std::make_shared<detail::WorkState>()};
 }
 
 std::vector<Work> ProcessSetRuntime::submit_group(const Request& request,
@@ -121,14 +127,20 @@ std::vector<Work> ProcessSetRuntime::submit_group(const Request& request,
   std::vector<Work> works;
   if (inputs.empty()) return works;
   const std::string group_id = request.name.empty() ? auto_name(request.op_type) : request.name;
+  std::vector<TensorEntry> members;
+  members.reserve(inputs.size());
   works.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     Request member = request;
     member.name = group_id + "." + std::to_string(i);
     member.group_id = group_id;
     member.group_size = static_cast<std::int32_t>(inputs.size());
-    works.push_back(submit(std::move(member), inputs[i], outputs[i]));
+    members.push_back(make_entry(std::move(member), inputs[i], outputs[i]));
+    works.emplace_back(members.back().work);
   }
+  // All or nothing: a member refused (its name in flight) must not leave
+  // the others queued, waiting for it.
+  queue_.push_all(std::move(members));
   return works;
 }
 

@@ -49,6 +49,8 @@ class ProcessSetRuntime {
 
  private:
   std::string auto_name(OpType op_type);
+  // Validates and names one submission (see submit) without queueing it.
+  TensorEntry make_entry(Request request, const TensorView& input, const TensorView& output);
 
   ProcessSet set_;
   Transport transport_;

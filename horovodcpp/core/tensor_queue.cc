@@ -1,18 +1,32 @@
 #include "core/tensor_queue.h"
 
+#include <unordered_set>
+
 #include "core/check.h"
 
 namespace hvd {
 
 void TensorQueue::push(TensorEntry entry) {
+  std::vector<TensorEntry> one;
+  one.push_back(std::move(entry));
+  push_all(std::move(one));
+}
+
+void TensorQueue::push_all(std::vector<TensorEntry> entries) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (closed_reason_) std::rethrow_exception(closed_reason_);
-  const std::string name = entry.request.name;
-  HVD_CHECK(entries_.count(name) == 0, InvalidArgument,
-            "a tensor named '" << name << "' is already in flight on this rank; wait for it "
-                                  "before submitting that name again");
-  entries_.emplace(name, std::move(entry));
-  new_names_.push_back(name);
+  std::unordered_set<std::string> names;
+  for (const TensorEntry& entry : entries) {
+    const std::string& name = entry.request.name;
+    HVD_CHECK(entries_.count(name) == 0 && names.insert(name).second, InvalidArgument,
+              "a tensor named '" << name << "' is already in flight on this rank; wait for it "
+                                    "before submitting that name again");
+  }
+  for (TensorEntry& entry : entries) {
+    const std::string name = entry.request.name;
+    entries_.emplace(name, std::move(entry));
+    new_names_.push_back(name);
+  }
 }
 
 std::vector<Request> TensorQueue::pop_new_requests(

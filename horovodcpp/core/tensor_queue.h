@@ -33,6 +33,8 @@ class TensorQueue {
   // Queues a submission. Throws InvalidArgument if this rank already has a
   // tensor of that name in flight, or the closing error once closed.
   void push(TensorEntry entry);
+  // Queues every entry, or none if any of them would be refused.
+  void push_all(std::vector<TensorEntry> entries);
   // Requests queued since the last call, in submission order; their entries
   // stay in flight until take().
   // `submitted`, if given, receives each one's submission time.

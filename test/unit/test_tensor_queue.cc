@@ -38,6 +38,30 @@ TEST(TensorQueueTest, DuplicateNameInFlightIsRejectedUntilTaken) {
   EXPECT_FALSE(queue.try_take("missing").has_value());
 }
 
+TEST(TensorQueueTest, PushAllQueuesEveryEntryOrNone) {
+  TensorQueue queue;
+  queue.push(entry("g.1"));
+  std::vector<TensorEntry> group;
+  group.push_back(entry("g.0"));
+  group.push_back(entry("g.1"));  // in flight already: the whole group is refused
+  EXPECT_THROW(queue.push_all(std::move(group)), InvalidArgument);
+  EXPECT_FALSE(queue.try_take("g.0").has_value());
+  std::vector<TensorEntry> twice;
+  twice.push_back(entry("h"));
+  twice.push_back(entry("h"));
+  EXPECT_THROW(queue.push_all(std::move(twice)), InvalidArgument);
+  EXPECT_FALSE(queue.try_take("h").has_value());
+  std::vector<TensorEntry> fresh;
+  fresh.push_back(entry("k.0"));
+  fresh.push_back(entry("k.1"));
+  queue.push_all(std::move(fresh));
+  const auto requests = queue.pop_new_requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].name, "g.1");
+  EXPECT_EQ(requests[1].name, "k.0");
+  EXPECT_EQ(requests[2].name, "k.1");
+}
+
 TEST(TensorQueueTest, CloseReturnsEverythingAndRefusesMore) {
   TensorQueue queue;
   queue.push(entry("in_flight"));

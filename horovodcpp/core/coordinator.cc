@@ -9,6 +9,14 @@
 namespace hvd {
 namespace {
 
+// How long an idle coordinator polls for a submission before it sleeps.
+std::chrono::microseconds read_idle_spin() {
+  const long long us = env_int("IDLE_SPIN_MICROSECONDS", 50);
+  HVD_CHECK(us >= 0, InvalidArgument,
+            "HOROVODCPP_IDLE_SPIN_MICROSECONDS must be >= 0, got " << us);
+  return std::chrono::microseconds(us);
+}
+
 std::chrono::microseconds read_cycle_time() {
   double ms = env_double("CYCLE_TIME", 1.0);
   HVD_CHECK(ms >= 0, InvalidArgument, "HOROVODCPP_CYCLE_TIME must be >= 0, got " << ms);
@@ -41,7 +49,8 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
       timeline_(timeline),
       executor_(backend, controller.topology(), timeline),
       table_(controller.topology().size),
-      cycle_time_(read_cycle_time()) {
+      cycle_time_(read_cycle_time()),
+      idle_spin_(read_idle_spin()) {
   if (const std::size_t capacity = ResponseCache::capacity_from_env(); capacity > 0) {
     cache_ = std::make_unique<CacheNegotiation>(capacity, hit_stall_time(stall_inspector_));
   }
@@ -64,16 +73,15 @@ void Coordinator::stop() {
 
 void Coordinator::loop() {
   try {
-    auto next_cycle = std::chrono::steady_clock::now();
     while (run_cycle()) {
-      // A fixed cadence: every rank must join every cycle's negotiation.
-      next_cycle += cycle_time_;
-      auto now = std::chrono::steady_clock::now();
-      if (next_cycle > now) {
-        std::this_thread::sleep_until(next_cycle);
-      } else {
-        next_cycle = now;
-      }
+      const auto heartbeat = std::chrono::steady_clock::now() + cycle_time_;
+      // While this rank waits on others, the next cycle starts at once: its
+      // collective pairs with theirs the moment they enter, so a step whose
+      // tensors hit the cache never waits for a timer. An idle rank starts
+      // one on its next submission, or after the cycle time at the latest
+      // (every rank must join every cycle, and shutdown and the stall
+      // inspector need cycles).
+      if (!queue_.in_flight()) queue_.wait_for_new(heartbeat, idle_spin_);
     }
   } catch (const Error& e) {
     // Typed errors (RankFailure for a lost peer, BackendError, ...) reach

@@ -60,6 +60,7 @@ class Coordinator {
   std::unique_ptr<CacheNegotiation> cache_;  // null when the cache is disabled
   bool join_pending_ = false;  // this rank is in join(), waiting for the others
   std::chrono::microseconds cycle_time_;
+  std::chrono::microseconds idle_spin_;
   std::unique_ptr<Autotuner> autotuner_;        // rank 0 with HOROVODCPP_AUTOTUNE=1
   std::optional<TunedParams> tuned_to_send_;    // rank 0: chosen, not yet broadcast
   std::atomic<bool> stop_requested_{false};

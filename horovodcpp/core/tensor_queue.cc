@@ -13,7 +13,7 @@ void TensorQueue::push(TensorEntry entry) {
 }
 
 void TensorQueue::push_all(std::vector<TensorEntry> entries) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (closed_reason_) std::rethrow_exception(closed_reason_);
   std::unordered_set<std::string> names;
   for (const TensorEntry& entry : entries) {
@@ -27,6 +27,24 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
     entries_.emplace(name, std::move(entry));
     new_names_.push_back(name);
   }
+  new_count_ = new_names_.size();
+  entry_count_ = entries_.size();
+  lock.unlock();
+  pushed_.notify_one();
+}
+
+bool TensorQueue::in_flight() const { return entry_count_.load() > 0; }
+
+bool TensorQueue::wait_for_new(std::chrono::steady_clock::time_point deadline,
+                               std::chrono::microseconds spin) {
+  const auto spin_until = std::min(deadline, std::chrono::steady_clock::now() + spin);
+  while (new_count_.load() == 0) {
+    if (std::chrono::steady_clock::now() >= spin_until) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      return pushed_.wait_until(lock, deadline, [this] { return !new_names_.empty(); });
+    }
+  }
+  return true;
 }
 
 std::vector<Request> TensorQueue::pop_new_requests(
@@ -40,6 +58,7 @@ std::vector<Request> TensorQueue::pop_new_requests(
     if (submitted) submitted->push_back(entry.submitted);
   }
   new_names_.clear();
+  new_count_ = 0;
   return requests;
 }
 
@@ -49,6 +68,7 @@ std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {
   if (it == entries_.end()) return std::nullopt;
   TensorEntry entry = std::move(it->second);
   entries_.erase(it);
+  entry_count_ = entries_.size();
   return entry;
 }
 
@@ -60,6 +80,8 @@ std::vector<TensorEntry> TensorQueue::close(std::exception_ptr reason) {
   for (auto& [name, entry] : entries_) left.push_back(std::move(entry));
   entries_.clear();
   new_names_.clear();
+  new_count_ = 0;
+  entry_count_ = 0;
   return left;
 }
 

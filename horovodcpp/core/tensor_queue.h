@@ -3,7 +3,9 @@
 // names and that responses are matched against.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -42,11 +44,22 @@ class TensorQueue {
       std::vector<std::chrono::steady_clock::time_point>* submitted = nullptr);
   // Removes and returns the in-flight entry of `name`, if there is one.
   std::optional<TensorEntry> try_take(const std::string& name);
+  // True while this rank has submissions not yet completed (waiting for
+  // other ranks, or new).
+  bool in_flight() const;
+  // Returns once there are new submissions (true) or at `deadline` (false).
+  // Polls for `spin` first: a condition variable wake-up costs tens of
+  // microseconds, more than a whole small collective.
+  bool wait_for_new(std::chrono::steady_clock::time_point deadline,
+                    std::chrono::microseconds spin);
   // Refuses further pushes with `reason` and returns every entry left.
   std::vector<TensorEntry> close(std::exception_ptr reason);
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::condition_variable pushed_;
+  std::atomic<std::size_t> new_count_{0};    // new_names_.size(), readable without the lock
+  std::atomic<std::size_t> entry_count_{0};  // entries_.size(), readable without the lock
   std::deque<std::string> new_names_;
   std::unordered_map<std::string, TensorEntry> entries_;
   std::exception_ptr closed_reason_;

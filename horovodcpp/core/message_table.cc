@@ -371,6 +371,7 @@ std::vector<PendingTensor> MessageTable::pending_tensors() const {
     tensor.op_type = requests.front().op_type;
     for (const Request& r : requests) tensor.submitted_ranks.push_back(r.rank);
     std::sort(tensor.submitted_ranks.begin(), tensor.submitted_ranks.end());
+    tensor.joined_ranks.assign(joined_.begin(), joined_.end());
     tensor.first_seen = first_seen_.at(name);
     result.push_back(std::move(tensor));
   }

@@ -73,7 +73,11 @@ std::vector<Group> group_by_missing_ranks(const std::vector<Stalled>& stalled, i
     std::vector<int> missing;
     const auto& submitted = s.tensor->submitted_ranks;
     for (int rank = 0; rank < size; ++rank) {
-      if (!std::binary_search(submitted.begin(), submitted.end(), rank)) missing.push_back(rank);
+      const auto& joined = s.tensor->joined_ranks;
+      if (!std::binary_search(submitted.begin(), submitted.end(), rank) &&
+          !std::binary_search(joined.begin(), joined.end(), rank)) {
+        missing.push_back(rank);
+      }
     }
     Group& group = by_missing[missing];
     group.missing = std::move(missing);

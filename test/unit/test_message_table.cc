@@ -451,7 +451,8 @@ TEST(MessageTableJoinTest, JoinedRanksAreNotReportedAsStalled) {
   table.add(allreduce_request(0, "a"));
   auto pending = table.pending_tensors();
   ASSERT_EQ(pending.size(), 1u);
-  EXPECT_EQ(pending[0].submitted_ranks, std::vector<int>{0});  // waits for rank 2 only
+  EXPECT_EQ(pending[0].submitted_ranks, std::vector<int>{0});
+  EXPECT_EQ(pending[0].joined_ranks, std::vector<int>{1});  // waits for rank 2 only
 }
 
 }  // namespace

@@ -133,6 +133,16 @@ TEST(StallInspectorTest, WarningNamesTensorOpSubmittersAndMissingRanks) {
   EXPECT_TRUE(report.error.empty());
 }
 
+TEST(StallInspectorTest, JoinedRanksAreNotMissing) {
+  auto stall = inspector(60, 600);
+  PendingTensor tensor = pending("grad.w", {0});
+  tensor.joined_ranks = {2};
+  auto report = stall.check({tensor}, 3, t0 + milliseconds(61500));
+  ASSERT_FALSE(report.warnings.empty());
+  EXPECT_TRUE(contains(report.warnings[0], "missing on rank 1")) << report.warnings[0];
+  EXPECT_FALSE(contains(report.warnings[0], "2")) << report.warnings[0];
+}
+
 TEST(StallInspectorTest, WarnsOncePerTensorPerCheckInterval) {
   auto stall = inspector(60, 0);
   std::vector<PendingTensor> list = {pending("a", {0})};

@@ -35,7 +35,7 @@ class ProcessSet:
                              "got {!r}".format(ranks_or_comm))
         self.ranks = sorted(ranks)
 
-    def _registered(self, core_set):
+    def _bind(self, core_set):
         self._set = core_set
         self.process_set_id = core_set.id
         self.ranks = list(core_set.ranks)
@@ -116,7 +116,7 @@ def after_init(sets):
     global_process_set.ranks = list(range(_core.size()))
     added = _core.process_sets()[1:]
     for ps, registered in zip(sets, added):
-        ps._registered(registered)
+        ps._bind(registered)
         _registered[registered.id] = ps
 
 
@@ -140,7 +140,7 @@ def add_process_set(process_set):
     if process_set.process_set_id is not None:
         raise ValueError("{} is already registered".format(process_set))
     registered = _core.add_process_set(process_set.ranks)
-    process_set._registered(registered)
+    process_set._bind(registered)
     _registered[registered.id] = process_set
     return process_set
 

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/runtime.h"
+#include "core/transport.h"
 #include "horovodcpp/horovodcpp.h"
 
 namespace hvd {
@@ -74,6 +75,10 @@ int local_rank() { return current()->topology().local_rank; }
 int local_size() { return current()->topology().local_size; }
 int cross_rank() { return current()->topology().cross_rank; }
 int cross_size() { return current()->topology().cross_size; }
+bool is_homogeneous() { return current()->homogeneous(); }
+
+std::vector<std::string> built_transports() { return available_transports(); }
+std::string transport() { return current()->transport_name(); }
 
 ProcessSet global_process_set() { return current()->global_process_set(); }
 

@@ -29,6 +29,18 @@ std::chrono::milliseconds read_process_set_timeout() {
                   std::chrono::milliseconds(1));
 }
 
+// Whether every rank has the same local_size: rank 0 gathers them and
+// broadcasts its verdict. Runs once, before the coordinator owns `controller`.
+bool agree_homogeneous(Controller& controller) {
+  const std::vector<std::string> sizes =
+      controller.gather_to_root(std::to_string(controller.topology().local_size));
+  std::string verdict = "1";  // what rank 0 decides; the others' `sizes` are empty
+  for (const std::string& size : sizes) {
+    if (size != sizes.front()) verdict = "0";
+  }
+  return controller.broadcast_from_root(verdict) == "1";
+}
+
 std::string set_str(const ProcessSet& set) {
   return std::to_string(set.id()) + " " + rank_list_str(set.ranks());
 }
@@ -36,9 +48,10 @@ std::string set_str(const ProcessSet& set) {
 }  // namespace
 
 Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
-    : process_set_timeout_(read_process_set_timeout()) {
-  Transport transport = create_transport(chosen_transport());
+    : transport_name_(chosen_transport()), process_set_timeout_(read_process_set_timeout()) {
+  Transport transport = create_transport(transport_name_);
   channel_ = std::move(transport.process_sets);
+  homogeneous_ = agree_homogeneous(*transport.controller);
   const Topology& job = transport.controller->topology();
   set_log_rank(job.rank);
   if (job.rank == 0) {

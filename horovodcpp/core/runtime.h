@@ -29,6 +29,10 @@ class Runtime {
 
   // This rank's place in the job.
   const Topology& topology() const { return global_->topology(); }
+  // Every host runs the same number of ranks (every rank's local_size agrees).
+  bool homogeneous() const { return homogeneous_; }
+  // The transport the job runs on ("mpi", "gloo").
+  const std::string& transport_name() const { return transport_name_; }
 
   // Queue on `process_set`; InvalidArgument at once if it is not registered
   // or this rank is not a member.
@@ -71,6 +75,8 @@ class Runtime {
   // Stops and forgets every added set (not the global one).
   void stop_process_sets();
 
+  std::string transport_name_;
+  bool homogeneous_ = true;
   Timeline timeline_;  // outlives the coordinators, which write to it
   std::unique_ptr<ProcessSetChannel> channel_;
   std::chrono::milliseconds process_set_timeout_;

@@ -76,6 +76,16 @@ TEST(Topology, RankSizeLocalCross) {
   EXPECT_EQ(hvd::local_rank(), rank);
   EXPECT_EQ(hvd::cross_size(), 1);
   EXPECT_EQ(hvd::cross_rank(), 0);
+  EXPECT_TRUE(hvd::is_homogeneous());
+}
+
+TEST(Topology, Transports) {
+  const std::vector<std::string> built = hvd::built_transports();
+  ASSERT_FALSE(built.empty());
+  // hvdrun --gloo sets HOROVODCPP_CPU_OPERATIONS=gloo; else the first built.
+  const char* chosen = std::getenv("HOROVODCPP_CPU_OPERATIONS");
+  EXPECT_EQ(hvd::transport(), chosen ? std::string(chosen) : built.front());
+  EXPECT_NE(std::find(built.begin(), built.end(), hvd::transport()), built.end());
 }
 
 // ---- Allreduce: every dtype x op x mode for one element count -------------

@@ -8,6 +8,7 @@ import horovodcpp.torch as hvd
 DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
           torch.bfloat16, torch.float32, torch.float64, torch.bool]
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+OPS = [hvd.Sum, hvd.Average, hvd.Min, hvd.Max, hvd.Product]
 
 
 def rank_tensor(r, shape, dtype=torch.float64, seed=0):
@@ -21,6 +22,26 @@ def rank_tensor(r, shape, dtype=torch.float64, seed=0):
         low = 0 if dtype == torch.uint8 else -3
         return torch.randint(low, 4, shape, generator=g).to(dtype)
     return (torch.rand(shape, generator=g, dtype=torch.float64) * 4 - 2).to(dtype)
+
+
+def reduce_reference(tensors, op, dtype):
+    """`op` over the ranks' `tensors` as the core reduces them (integer
+    Average truncates; bool Sum/Max are OR, Min/Product AND)."""
+    stacked = torch.stack(tensors)
+    if dtype == torch.bool:
+        return stacked.any(0) if op in (hvd.Sum, hvd.Max) else stacked.all(0)
+    if not dtype.is_floating_point:
+        wide = stacked.long()
+        result = {hvd.Sum: lambda: wide.sum(0),
+                  hvd.Average: lambda: torch.div(wide.sum(0), len(tensors), rounding_mode="trunc"),
+                  hvd.Min: lambda: wide.amin(0), hvd.Max: lambda: wide.amax(0),
+                  hvd.Product: lambda: wide.prod(0)}[op]()
+        return result.to(dtype)
+    wide = stacked.double()
+    result = {hvd.Sum: lambda: wide.sum(0), hvd.Average: lambda: wide.mean(0),
+              hvd.Min: lambda: wide.amin(0), hvd.Max: lambda: wide.amax(0),
+              hvd.Product: lambda: wide.prod(0)}[op]()
+    return result.to(dtype)
 
 
 def every_rank(fn):
@@ -45,15 +66,18 @@ def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-def check_gradient(make_input, distributed, reference, count=1):
+def check_gradient(make_input, distributed, reference, count=1, members=None):
     """Checks outputs and input gradients of a differentiable collective.
 
     make_input(r, i): input i of rank r (float64); distributed(inputs) runs
     the collective here; reference(inputs_of_every_rank) returns every
     rank's outputs computed locally. The objective is the sum over ranks of
     <weights_r, outputs_r>; the gradient of this rank's inputs must match.
+    members: the global ranks taking part (a process set's ranks), in set
+    order; default every rank.
     """
-    n, me = hvd.size(), hvd.rank()
+    members = list(range(hvd.size())) if members is None else list(members)
+    me = hvd.rank()
 
     def weights(r, outputs):
         return [rank_tensor(r, o.shape, seed=7 + i) for i, o in enumerate(outputs)]
@@ -62,14 +86,34 @@ def check_gradient(make_input, distributed, reference, count=1):
     outputs = _as_list(distributed(inputs))
     sum((o * w).sum() for o, w in zip(outputs, weights(me, outputs))).backward()
 
-    all_inputs = [[make_input(r, i).requires_grad_() for i in range(count)] for r in range(n)]
+    all_inputs = [[make_input(r, i).requires_grad_() for i in range(count)] for r in members]
     all_outputs = [_as_list(o) for o in reference(all_inputs)]
-    sum((o * w).sum() for r, outs in enumerate(all_outputs)
+    sum((o * w).sum() for r, outs in zip(members, all_outputs)
         for o, w in zip(outs, weights(r, outs))).backward()
 
-    for got, want in zip(outputs, all_outputs[me]):
+    mine = members.index(me)
+    for got, want in zip(outputs, all_outputs[mine]):
         torch.testing.assert_close(got.detach(), want.detach())
-    for got, want in zip(inputs, all_inputs[me]):
+    for got, want in zip(inputs, all_inputs[mine]):
         # An input no output depends on gets no gradient locally: zero.
         expected = want.grad if want.grad is not None else torch.zeros_like(want)
         torch.testing.assert_close(got.grad, expected)
+
+
+def make_model():
+    """The small model the training tests train (the same on every rank)."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+
+
+def batch(step, r, micro=0, rows=4):
+    """Rank r's rows of the global batch of `step` (and micro-batch)."""
+    x = rank_tensor(r, [rows, 6], torch.float32, seed=100 * step + micro)
+    return x, x.sum(1, keepdim=True).sin()
+
+
+def batch_of(ranks, step, micro=0):
+    """The batches of `ranks` together: what one process trains on to match
+    an average of their gradients (equal batch sizes, mean losses)."""
+    xs, ys = zip(*[batch(step, r, micro) for r in ranks])
+    return torch.cat(xs), torch.cat(ys)

@@ -7,27 +7,8 @@ import pytest
 import torch
 
 import horovodcpp.torch as hvd
-from reference import DTYPES, FLOAT_DTYPES, assert_equal, every_rank, rank_tensor, reducescatter_rows
-
-OPS = [hvd.Sum, hvd.Average, hvd.Min, hvd.Max, hvd.Product]
-
-
-def reduce_reference(tensors, op, dtype):
-    stacked = torch.stack(tensors)
-    if dtype == torch.bool:
-        return stacked.any(0) if op in (hvd.Sum, hvd.Max) else stacked.all(0)
-    if not dtype.is_floating_point:
-        wide = stacked.long()
-        result = {hvd.Sum: lambda: wide.sum(0),
-                  hvd.Average: lambda: torch.div(wide.sum(0), len(tensors), rounding_mode="trunc"),
-                  hvd.Min: lambda: wide.amin(0), hvd.Max: lambda: wide.amax(0),
-                  hvd.Product: lambda: wide.prod(0)}[op]()
-        return result.to(dtype)
-    wide = stacked.double()
-    result = {hvd.Sum: lambda: wide.sum(0), hvd.Average: lambda: wide.mean(0),
-              hvd.Min: lambda: wide.amin(0), hvd.Max: lambda: wide.amax(0),
-              hvd.Product: lambda: wide.prod(0)}[op]()
-    return result.to(dtype)
+from reference import (DTYPES, OPS, assert_equal, every_rank, rank_tensor, reduce_reference,
+                       reducescatter_rows)
 
 
 def test_topology():
@@ -241,16 +222,20 @@ def test_invalid_arguments():
     assert hvd.allreduce(torch.ones(4, 4).t(), op=hvd.Sum).is_contiguous()  # copied
 
 
-def test_not_supported_yet():
-    subset = hvd.ProcessSet([0])
-    with pytest.raises(NotImplementedError, match="process sets"):
-        hvd.allreduce(torch.zeros(2), process_set=subset)
-    with pytest.raises(NotImplementedError, match="process sets"):
-        hvd.add_process_set(subset)
-    with pytest.raises(NotImplementedError, match="join"):
-        hvd.join()
+def test_init_comm():
+    # comm naming every launched rank is the job itself; a subset (Horovod:
+    # an MPI sub-communicator) is not supported and leaves horovodcpp stopped.
+    n = hvd.size()
+    hvd.shutdown()
+    hvd.init(comm=list(reversed(range(n))))
+    assert hvd.size() == n
+    hvd.shutdown()
     with pytest.raises(NotImplementedError, match="comm"):
         hvd.init(comm=[0])
+    assert not hvd.is_initialized()
+    with pytest.raises(NotImplementedError, match="communicator"):
+        hvd.init(comm=object())
+    hvd.init()
 
 
 def test_barrier_and_timeline(tmp_path):

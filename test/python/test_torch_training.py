@@ -8,25 +8,10 @@ import pytest
 import torch
 
 import horovodcpp.torch as hvd
-from reference import every_rank, rank_tensor
-
-BATCH = 4  # rows per rank
-
-
-def make_model():
-    torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
-
-
-def batch(step, r, micro=0):
-    """Rank r's rows of the global batch of `step` (and micro-batch)."""
-    x = rank_tensor(r, [BATCH, 6], torch.float32, seed=100 * step + micro)
-    return x, x.sum(1, keepdim=True).sin()
-
+from reference import batch, batch_of, every_rank, make_model, rank_tensor
 
 def full_batch(step, micro=0):
-    xs, ys = zip(*every_rank(lambda r: batch(step, r, micro)))
-    return torch.cat(xs), torch.cat(ys)
+    return batch_of(every_rank(lambda r: r), step, micro)
 
 
 def assert_same_on_every_rank(model):

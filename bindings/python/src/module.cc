@@ -4,6 +4,10 @@
 
 #include <pybind11/stl.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "errors.h"
 #include "horovodcpp/horovodcpp.h"
 #include "tensor_export.h"
@@ -15,15 +19,28 @@ namespace py = pybind11;
 
 void bind_basics(py::module_& m) {
   const auto no_gil = py::call_guard<py::gil_scoped_release>();
-  m.def("init", [] { hvd::init(); }, no_gil,
-        "Starts the runtime (settings from HOROVODCPP_* / HOROVOD_* variables).");
-  m.def("shutdown", [] {
-    {
-      py::gil_scoped_release release;
-      hvd::shutdown();
-    }
-    release_all();
-  }, "Stops the runtime; operations still pending fail on every rank.");
+  m.def(
+      "init",
+      [](std::optional<std::vector<std::vector<int>>> process_sets) {
+        if (process_sets) {
+          hvd::init(*process_sets);
+        } else {
+          hvd::init();
+        }
+      },
+      py::arg("process_sets") = py::none(), no_gil,
+      "Starts the runtime (settings from HOROVODCPP_* / HOROVOD_* variables). With\n"
+      "process_sets (lists of global ranks), also adds those sets (ids 1, 2, ...).");
+  m.def(
+      "shutdown",
+      [] {
+        {
+          py::gil_scoped_release release;
+          hvd::shutdown();
+        }
+        release_all();
+      },
+      "Stops the runtime; operations still pending fail on every rank.");
   m.def("is_initialized", &hvd::is_initialized);
   m.def("rank", &hvd::rank);
   m.def("size", &hvd::size);
@@ -31,16 +48,46 @@ void bind_basics(py::module_& m) {
   m.def("local_size", &hvd::local_size);
   m.def("cross_rank", &hvd::cross_rank);
   m.def("cross_size", &hvd::cross_size);
-  m.def("barrier", &hvd::barrier, no_gil);
+  m.def("is_homogeneous", &hvd::is_homogeneous,
+        "True when every host runs the same number of ranks.");
+  m.def(
+      "barrier", [](std::optional<hvd::ProcessSet> ps) { hvd::barrier(resolve(ps)); },
+      py::arg("process_set") = py::none(), no_gil);
+  m.def("join", &hvd::join, no_gil,
+        "Waits until every rank has joined; meanwhile this rank contributes zeros to the\n"
+        "others' Sum/Average allreduces. Returns the last rank to join.");
   m.def("start_timeline", &hvd::start_timeline, py::arg("path"), py::arg("mark_cycles") = false);
   m.def("stop_timeline", &hvd::stop_timeline, no_gil);
-  m.def("built_transports", [] {
-    std::vector<std::string> names;
-    if (HVD_BUILT_MPI) names.emplace_back("mpi");
-    if (HVD_BUILT_GLOO) names.emplace_back("gloo");
-    return names;
-  }, "The transports of this build, in order of preference.");
+  m.def("built_transports", &hvd::built_transports,
+        "The transports of this build, in order of preference.");
+  m.def("transport", &hvd::transport, "The transport this job runs on (\"mpi\", \"gloo\").");
   m.attr("__version__") = hvd::version();
+}
+
+hvd::ProcessSet resolve(const std::optional<hvd::ProcessSet>& process_set) {
+  return process_set ? *process_set : hvd::global_process_set();
+}
+
+void bind_process_sets(py::module_& m) {
+  py::class_<hvd::ProcessSet>(m, "ProcessSet",
+                              "A registered process set (made by init, add_process_set).")
+      .def_property_readonly("id", &hvd::ProcessSet::id)
+      .def_property_readonly("ranks", &hvd::ProcessSet::ranks, "The members' global ranks.")
+      .def("size", &hvd::ProcessSet::size)
+      .def("rank", &hvd::ProcessSet::rank, "This process's rank in the set, -1 outside.")
+      .def("included", &hvd::ProcessSet::included)
+      .def("__eq__", [](const hvd::ProcessSet& a, const hvd::ProcessSet& b) { return a == b; })
+      .def("__repr__", [](const hvd::ProcessSet& ps) {
+        return "ProcessSet(id=" + std::to_string(ps.id()) +
+               ", ranks=" + py::repr(py::cast(ps.ranks())).cast<std::string>() + ")";
+      });
+  const auto no_gil = py::call_guard<py::gil_scoped_release>();
+  m.def("global_process_set", &hvd::global_process_set);
+  m.def("add_process_set", &hvd::add_process_set, py::arg("ranks"), no_gil,
+        "Collective over every rank: registers the set of these global ranks.");
+  m.def("remove_process_set", &hvd::remove_process_set, py::arg("process_set"), no_gil,
+        "Collective over every rank: unregisters the set.");
+  m.def("process_sets", &hvd::process_sets, "Every registered set, the global one first.");
 }
 
 }  // namespace hvdpy
@@ -50,6 +97,7 @@ PYBIND11_MODULE(_core, m) {
   hvdpy::bind_errors(m);
   hvdpy::bind_buffer(m);
   hvdpy::bind_work(m);
+  hvdpy::bind_process_sets(m);
   hvdpy::bind_basics(m);
   hvdpy::bind_ops(m);
 }

@@ -2,6 +2,7 @@
 // are tensors or (tensor, dtype name) pairs (see tensor_import.h).
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <vector>
 
 #include "horovodcpp/horovodcpp.h"
@@ -11,6 +12,8 @@
 
 namespace hvdpy {
 namespace {
+
+using OptSet = std::optional<hvd::ProcessSet>;  // None: the global set
 
 std::vector<ImportedTensor> import_all(const std::vector<py::object>& objs, bool writable) {
   std::vector<ImportedTensor> result;
@@ -37,76 +40,80 @@ std::vector<Work> member_works(std::vector<hvd::Work> works,
   return result;
 }
 
-Work allreduce_async(py::object input, py::object output, const std::string& name,
-                     hvd::ReduceOp op, double prescale, double postscale) {
+Work allreduce_async(py::object input, py::object output, const std::string& name, hvd::ReduceOp op,
+                     double prescale, double postscale, const OptSet& ps) {
   release_finished();
   if (output.is_none()) {
     ImportedTensor tensor = import_tensor(input, /*writable=*/true);
-    return make_work(hvd::allreduce_async(tensor.view, name, op, prescale, postscale), {&tensor});
+    return make_work(hvd::allreduce_async(tensor.view, name, op, prescale, postscale, resolve(ps)),
+                     {&tensor});
   }
   ImportedTensor in = import_tensor(input, false);
   ImportedTensor out = import_tensor(output, true);
-  return make_work(hvd::allreduce_async(in.view, out.view, name, op, prescale, postscale),
-                   {&in, &out});
+  return make_work(
+      hvd::allreduce_async(in.view, out.view, name, op, prescale, postscale, resolve(ps)),
+      {&in, &out});
 }
 
-Work allgather_async(py::object input, const std::string& name) {
+Work allgather_async(py::object input, const std::string& name, const OptSet& ps) {
   release_finished();
   ImportedTensor in = import_tensor(input, false);
-  return make_work(hvd::allgather_async(in.view, name), {&in});
+  return make_work(hvd::allgather_async(in.view, name, resolve(ps)), {&in});
 }
 
-Work broadcast_async(py::object tensor, int root_rank, const std::string& name) {
+Work broadcast_async(py::object tensor, int root_rank, const std::string& name, const OptSet& ps) {
   release_finished();
   ImportedTensor t = import_tensor(tensor, true);
-  return make_work(hvd::broadcast_async(t.view, root_rank, name), {&t});
+  return make_work(hvd::broadcast_async(t.view, root_rank, name, resolve(ps)), {&t});
 }
 
 Work alltoall_async(py::object input, const std::vector<std::int64_t>& splits,
-                    const std::string& name) {
+                    const std::string& name, const OptSet& ps) {
   release_finished();
   ImportedTensor in = import_tensor(input, false);
-  return make_work(hvd::alltoall_async(in.view, splits, name), {&in});
+  return make_work(hvd::alltoall_async(in.view, splits, name, resolve(ps)), {&in});
 }
 
 Work reducescatter_async(py::object input, const std::string& name, hvd::ReduceOp op,
-                         double prescale, double postscale) {
+                         double prescale, double postscale, const OptSet& ps) {
   release_finished();
   ImportedTensor in = import_tensor(input, false);
-  return make_work(hvd::reducescatter_async(in.view, name, op, prescale, postscale), {&in});
+  return make_work(hvd::reducescatter_async(in.view, name, op, prescale, postscale, resolve(ps)),
+                   {&in});
 }
 
 std::vector<Work> grouped_allreduce_async(const std::vector<py::object>& inputs,
                                           std::optional<std::vector<py::object>> outputs,
                                           const std::string& name, hvd::ReduceOp op,
-                                          double prescale, double postscale) {
+                                          double prescale, double postscale, const OptSet& ps) {
   release_finished();
   if (!outputs) {
     auto tensors = import_all(inputs, true);
     return member_works(
-        hvd::grouped_allreduce_async(views(tensors), name, op, prescale, postscale), tensors);
+        hvd::grouped_allreduce_async(views(tensors), name, op, prescale, postscale, resolve(ps)),
+        tensors);
   }
   auto in = import_all(inputs, false);
   auto out = import_all(*outputs, true);
-  return member_works(
-      hvd::grouped_allreduce_async(views(in), views(out), name, op, prescale, postscale), in,
-      out);
+  return member_works(hvd::grouped_allreduce_async(views(in), views(out), name, op, prescale,
+                                                   postscale, resolve(ps)),
+                      in, out);
 }
 
 std::vector<Work> grouped_allgather_async(const std::vector<py::object>& inputs,
-                                          const std::string& name) {
+                                          const std::string& name, const OptSet& ps) {
   release_finished();
   auto in = import_all(inputs, false);
-  return member_works(hvd::grouped_allgather_async(views(in), name), in);
+  return member_works(hvd::grouped_allgather_async(views(in), name, resolve(ps)), in);
 }
 
 std::vector<Work> grouped_reducescatter_async(const std::vector<py::object>& inputs,
                                               const std::string& name, hvd::ReduceOp op,
-                                              double prescale, double postscale) {
+                                              double prescale, double postscale, const OptSet& ps) {
   release_finished();
   auto in = import_all(inputs, false);
   return member_works(
-      hvd::grouped_reducescatter_async(views(in), name, op, prescale, postscale), in);
+      hvd::grouped_reducescatter_async(views(in), name, op, prescale, postscale, resolve(ps)), in);
 }
 
 }  // namespace
@@ -120,25 +127,27 @@ void bind_ops(py::module_& m) {
       .value("Product", hvd::ReduceOp::kProduct);
 
   const auto avg = hvd::ReduceOp::kAverage;
+  const auto on = [] { return py::arg("process_set") = py::none(); };  // None: the global set
   m.def("allreduce_async", &allreduce_async, py::arg("input"), py::arg("output") = py::none(),
         py::arg("name") = "", py::arg("op") = avg, py::arg("prescale_factor") = 1.0,
-        py::arg("postscale_factor") = 1.0,
+        py::arg("postscale_factor") = 1.0, on(),
         "output = postscale * reduce(prescale * input); in place when output is None.");
-  m.def("allgather_async", &allgather_async, py::arg("input"), py::arg("name") = "");
+  m.def("allgather_async", &allgather_async, py::arg("input"), py::arg("name") = "", on());
   m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root_rank"),
-        py::arg("name") = "");
+        py::arg("name") = "", on(), "root_rank is a global rank, also on a process set.");
   m.def("alltoall_async", &alltoall_async, py::arg("input"),
-        py::arg("splits") = std::vector<std::int64_t>{}, py::arg("name") = "");
+        py::arg("splits") = std::vector<std::int64_t>{}, py::arg("name") = "", on());
   m.def("reducescatter_async", &reducescatter_async, py::arg("input"), py::arg("name") = "",
-        py::arg("op") = avg, py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0);
+        py::arg("op") = avg, py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0,
+        on());
   m.def("grouped_allreduce_async", &grouped_allreduce_async, py::arg("inputs"),
         py::arg("outputs") = py::none(), py::arg("name") = "", py::arg("op") = avg,
-        py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0);
+        py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0, on());
   m.def("grouped_allgather_async", &grouped_allgather_async, py::arg("inputs"),
-        py::arg("name") = "");
+        py::arg("name") = "", on());
   m.def("grouped_reducescatter_async", &grouped_reducescatter_async, py::arg("inputs"),
         py::arg("name") = "", py::arg("op") = avg, py::arg("prescale_factor") = 1.0,
-        py::arg("postscale_factor") = 1.0);
+        py::arg("postscale_factor") = 1.0, on());
 }
 
 }  // namespace hvdpy

@@ -43,6 +43,15 @@ int local_rank();  // rank among the processes on this host
 int local_size();
 int cross_rank();  // index of this host among hosts (ranks with equal local_rank)
 int cross_size();
+// True when every host runs the same number of ranks (agreed at init()).
+bool is_homogeneous();
+
+// The transports this build has ("mpi", "gloo"), in order of preference;
+// callable before init().
+std::vector<std::string> built_transports();
+// The transport this job runs on: HOROVODCPP_CPU_OPERATIONS (or
+// HOROVODCPP_CONTROLLER) as read at init(), else built_transports()[0].
+std::string transport();
 
 // Every collective runs on `process_set` (default: the global set, every
 // rank); only its members may submit to it (InvalidArgument at once

@@ -1,8 +1,6 @@
 """The job: init/shutdown, topology, build and transport queries, the
 timeline, reduction ops and errors. Framework front ends re-export these."""
-import array
 import atexit
-import os
 
 from horovodcpp import _core
 from horovodcpp._core import (  # noqa: F401  (re-exported)
@@ -24,49 +22,60 @@ local_rank = _core.local_rank
 cross_size = _core.cross_size
 cross_rank = _core.cross_rank
 
-_state = {"homogeneous": None, "atexit": False}
+_state = {"atexit": False}
 
 
 def init(comm=None, process_sets=None):
     """Starts horovodcpp on every rank that hvdrun (or mpirun) launched.
     Settings come from HOROVODCPP_* (or Horovod's HOROVOD_*) environment
-    variables. Collective: every rank calls it. May be called again after
-    shutdown().
+    variables. Collective: every rank calls it, with the same arguments. May
+    be called again after shutdown(); a call while initialized does nothing.
 
-    comm: Horovod's MPI sub-communicator or rank list: not supported yet.
-    process_sets: only the global process set is supported yet.
+    comm: Horovod's MPI sub-communicator or list of ranks, to run on part of
+        the launched ranks. Only None, or a list naming every launched rank,
+        is supported (NotImplementedError otherwise): use process sets.
+    process_sets: ProcessSet objects to register now (ids 1, 2, ... in
+        order; the objects get their process_set_id), or "dynamic" (sets can
+        always be added later with add_process_set).
     """
-    if comm is not None:
+    sets = _process_sets.init_arguments(process_sets)
+    if comm is not None and not isinstance(comm, (list, tuple, range)):
         raise NotImplementedError(
-            "init(comm=...): horovodcpp runs on every launched rank; sub-communicators "
-            "need process sets, which the C++ core does not have yet")
-    _process_sets.check_init_argument(process_sets)
+            "init(comm=<MPI communicator>): horovodcpp has no mpi4py bridge; run on every "
+            "launched rank and use hvd.ProcessSet / hvd.add_process_set for subsets")
     if _core.is_initialized():
+        if sets:
+            raise ValueError("horovodcpp is already initialized: add process sets with "
+                             "hvd.add_process_set()")
         return
-    _core.init()
+    _core.init([ps.ranks for ps in sets] if sets else None)
+    if comm is not None and sorted(comm) != list(range(_core.size())):
+        # Every rank got the same arguments, so every rank stops here.
+        launched = _core.size()
+        _core.shutdown()
+        raise NotImplementedError(
+            "init(comm={}): horovodcpp runs on every launched rank (ranks 0..{} here); running "
+            "on a subset of them is not supported: use hvd.ProcessSet / hvd.add_process_set "
+            "for collectives on a subset".format(list(comm), launched - 1))
+    _process_sets.after_init(sets)
     if not _state["atexit"]:
         # Shut down while Python still runs: pending operations write into
         # tensors that Python owns.
         atexit.register(shutdown)
         _state["atexit"] = True
-    # Homogeneous when every host runs as many ranks: max(local_size) equals
-    # min(local_size), both found by one Max allreduce of (n, -n).
-    sizes = array.array("q", [local_size(), -local_size()])
-    _core.allreduce_async(sizes, name="horovodcpp.init.local_sizes", op=Max).wait()
-    _state["homogeneous"] = sizes[0] == -sizes[1]
 
 
 def shutdown():
     """Stops horovodcpp. Operations still pending on any rank fail with
-    RankFailureError on every rank. Safe to call twice."""
+    RankFailureError on every rank. Safe to call twice. Process sets added
+    in this run are unregistered (their process_set_id becomes None)."""
     _core.shutdown()
+    _process_sets.after_shutdown()
 
 
 def is_homogeneous():
     """True when every host runs the same number of ranks."""
-    if not is_initialized():
-        raise ValueError("horovodcpp has not been initialized; use hvd.init().")
-    return _state["homogeneous"]
+    return _core.is_homogeneous()
 
 
 def start_timeline(file_path, mark_cycles=False):
@@ -79,17 +88,6 @@ def stop_timeline():
     _core.stop_timeline()
 
 
-def _transport():
-    # The C++ core's choice (core/runtime.cc): HOROVODCPP_CPU_OPERATIONS, then
-    # HOROVODCPP_CONTROLLER (or their HOROVOD_ names), else the first built.
-    for setting in ("CPU_OPERATIONS", "CONTROLLER"):
-        for prefix in ("HOROVODCPP_", "HOROVOD_"):
-            value = os.environ.get(prefix + setting)
-            if value is not None:
-                return value.lower()
-    return _core.built_transports()[0]
-
-
 def mpi_built():
     return "mpi" in _core.built_transports()
 
@@ -99,13 +97,13 @@ def gloo_built():
 
 
 def mpi_enabled():
-    """True when this job's collectives run over MPI."""
-    return _transport() == "mpi"
+    """True when this job's collectives run over MPI (False before init)."""
+    return _core.is_initialized() and _core.transport() == "mpi"
 
 
 def gloo_enabled():
-    """True when this job's collectives run over Gloo."""
-    return _transport() == "gloo"
+    """True when this job's collectives run over Gloo (False before init)."""
+    return _core.is_initialized() and _core.transport() == "gloo"
 
 
 def nccl_built():

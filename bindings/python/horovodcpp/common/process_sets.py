@@ -1,74 +1,158 @@
-"""Process sets, as in Horovod. The C++ core runs every collective on all
-ranks for now, so only the global process set exists; the arguments are
-accepted everywhere so that code written for Horovod runs unchanged, and
-anything else raises NotImplementedError instead of silently using every
-rank."""
-from horovodcpp import _core
+"""Process sets, as in Horovod: collectives on a subset of the ranks.
 
-_NOT_YET = ("process sets other than the global one are not supported yet: "
-            "the horovodcpp C++ core has no process sets")
+    even = hvd.ProcessSet([0, 2])
+    hvd.init(process_sets=[even])            # or, after init: hvd.add_process_set([0, 2])
+    if even.included():
+        hvd.allreduce(t, process_set=even)   # averaged over ranks 0 and 2
+
+A ProcessSet names its members by global rank (hvd.rank()). It is usable
+once registered, by init(process_sets=...) or add_process_set(), which every
+rank of the job must call in the same order with the same ranks. The C++
+core runs each set on its own communicators and background thread."""
+from horovodcpp import _core
 
 
 class ProcessSet:
-    """A subset of the ranks that collectives can be limited to."""
+    """A subset of the job's ranks that collectives can be limited to.
+
+    ranks: the members' global ranks (any order; kept sorted in `ranks`).
+    process_set_id: None until the set is registered, then its id (0 is the
+    global set, added sets count from 1)."""
+
+    process_set_id = None
+    ranks = None
+    _set = None  # the _core.ProcessSet, once registered
 
     def __init__(self, ranks_or_comm):
-        if not isinstance(ranks_or_comm, (list, tuple, range)):
-            raise NotImplementedError("ProcessSet from an MPI communicator: " + _NOT_YET)
-        self._ranks = sorted(int(r) for r in ranks_or_comm)
-        self.process_set_id = None  # assigned by add_process_set
+        try:
+            ranks = list(ranks_or_comm)
+        except TypeError:
+            raise NotImplementedError(
+                "ProcessSet from an MPI communicator is not supported (horovodcpp has no "
+                "mpi4py bridge): pass the list of global ranks instead") from None
+        if any(not isinstance(r, int) for r in ranks):
+            raise ValueError("ProcessSet should be initialized with a list of process ranks, "
+                             "got {!r}".format(ranks_or_comm))
+        self.ranks = sorted(ranks)
 
-    @property
-    def ranks(self):
+    def _bind(self, core_set):
+        self._set = core_set
+        self.process_set_id = core_set.id
+        self.ranks = list(core_set.ranks)
+
+    def _invalidate(self):
+        self._set = None
+        self.process_set_id = None
+
+    def _core_set(self):
+        """The _core.ProcessSet to pass to operations (None: the global set)."""
         if self is global_process_set:
-            return list(range(_core.size()))
-        return list(self._ranks)
+            return None
+        if self._set is None:
+            raise ValueError(
+                "{} is not registered: pass it to hvd.init(process_sets=[...]) or "
+                "hvd.add_process_set() (on every rank) first".format(self))
+        return self._set
 
-    def _check_global(self):
-        if self is not global_process_set:
-            raise NotImplementedError(_NOT_YET)
+    def _checked(self):
+        core_set = self._core_set()
+        return _core.global_process_set() if core_set is None else core_set
 
     def size(self):
-        self._check_global()
-        return _core.size()
+        """Number of ranks in the set; None while it is not registered."""
+        if self.process_set_id is None:
+            return None
+        return self._checked().size()
 
     def rank(self):
-        self._check_global()
-        return _core.rank()
+        """This process's rank inside the set (-1 when it is not a member);
+        None while the set is not registered. Operations still take global
+        ranks (a broadcast's root_rank is hvd.rank() of the root)."""
+        if self.process_set_id is None:
+            return None
+        return self._checked().rank()
 
     def included(self):
-        self._check_global()
-        return True
+        """Whether this process is a member; None while not registered."""
+        if self.process_set_id is None:
+            return None
+        return self._checked().included()
 
-    def __repr__(self):
-        if self is global_process_set:
-            return "ProcessSet(global)"
-        return "ProcessSet(process_set_id={}, ranks={})".format(self.process_set_id, self._ranks)
+    def __str__(self):
+        return "ProcessSet(process_set_id={}, ranks={})".format(self.process_set_id, self.ranks)
+
+    __repr__ = __str__
 
 
+# Every rank of the job (id 0); its ranks are filled in by init().
 global_process_set = ProcessSet([])
 global_process_set.process_set_id = 0
 
-
-def check(process_set):
-    """Raises NotImplementedError unless `process_set` is the global set."""
-    if process_set is not global_process_set:
-        raise NotImplementedError(_NOT_YET)
+_registered = {}  # id -> the ProcessSet object registered under it (not the global set)
 
 
-def check_init_argument(process_sets):
-    """init(process_sets=...): only the global set (or nothing) for now."""
-    if process_sets is None:
-        return
-    if process_sets == "dynamic" or any(ps is not global_process_set for ps in process_sets):
-        raise NotImplementedError(_NOT_YET)
+def core_set(process_set):
+    """What _core operations take for `process_set`: None for the global
+    set, else its _core.ProcessSet. ValueError if it is not registered."""
+    if not isinstance(process_set, ProcessSet):
+        raise TypeError("process_set must be a horovodcpp ProcessSet, got {!r}".format(
+            process_set))
+    return process_set._core_set()
+
+
+def init_arguments(process_sets):
+    """init(process_sets=...): the ProcessSet objects to register at init
+    (Horovod's "dynamic" means none: sets can always be added later)."""
+    if process_sets is None or process_sets == "dynamic":
+        return []
+    sets = [ps if isinstance(ps, ProcessSet) else ProcessSet(ps) for ps in process_sets]
+    # The global set always exists; Horovod lets it appear in the list.
+    return [ps for ps in sets if ps is not global_process_set]
+
+
+def after_init(sets):
+    """Binds the ProcessSet objects given to init() to the sets the core
+    registered for them (ids 1, 2, ... in order)."""
+    global_process_set.ranks = list(range(_core.size()))
+    added = _core.process_sets()[1:]
+    for ps, registered in zip(sets, added):
+        ps._bind(registered)
+        _registered[registered.id] = ps
+
+
+def after_shutdown():
+    """Sets belong to one init: shutdown() invalidates every added one."""
+    for ps in _registered.values():
+        ps._invalidate()
+    _registered.clear()
 
 
 def add_process_set(process_set):
-    """Registers a process set with every rank. Not supported yet."""
-    raise NotImplementedError(_NOT_YET)
+    """Registers `process_set` (a ProcessSet or a list of global ranks) and
+    returns it, with process_set_id set. Every rank of the job must call it,
+    members or not, in the same order and with the same ranks
+    (InvalidArgumentError on every rank otherwise; HorovodTimeoutError when a
+    rank does not call within HOROVODCPP_PROCESS_SET_TIMEOUT_SECONDS). A set
+    with the same ranks as a registered one, the global set included, is an
+    InvalidArgumentError (a ValueError)."""
+    if not isinstance(process_set, ProcessSet):
+        process_set = ProcessSet(process_set)
+    if process_set.process_set_id is not None:
+        raise ValueError("{} is already registered".format(process_set))
+    registered = _core.add_process_set(process_set.ranks)
+    process_set._bind(registered)
+    _registered[registered.id] = process_set
+    return process_set
 
 
 def remove_process_set(process_set):
-    """Unregisters a process set. Not supported yet."""
-    raise NotImplementedError(_NOT_YET)
+    """Unregisters `process_set` (every rank calls it, like add_process_set)
+    and returns True; operations still pending on it fail. The global set
+    is never removed: False."""
+    if process_set.process_set_id == 0:
+        return False
+    core = core_set(process_set)
+    _core.remove_process_set(core)
+    _registered.pop(process_set.process_set_id, None)
+    process_set._invalidate()
+    return True

@@ -5,8 +5,10 @@
     optimizer = hvd.DistributedOptimizer(optimizer, model.named_parameters())
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 
-Not supported yet (raise NotImplementedError): process sets other than the
-global one, init(comm=...), join(). There is no Adasum.
+Process sets (hvd.ProcessSet, hvd.add_process_set, process_set= on every
+operation) and hvd.join() work as in Horovod. Not supported:
+init(comm=...) with a subset of the launched ranks or an MPI communicator
+(NotImplementedError), Adasum.
 """
 from horovodcpp.common.basics import (  # noqa: F401
     Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,

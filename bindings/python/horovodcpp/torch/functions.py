@@ -7,7 +7,6 @@ import pickle
 import torch
 
 from horovodcpp import _core
-from horovodcpp.common.process_sets import check as _check_process_set
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.torch import mpi_ops
 from horovodcpp.torch.handles import synchronize
@@ -16,7 +15,8 @@ from horovodcpp.torch.handles import synchronize
 def broadcast_parameters(params, root_rank, process_set=global_process_set):
     """Overwrites `params` in place with root_rank's: a state_dict (or any
     dict of name -> tensor) or a list of (name, tensor) such as
-    model.named_parameters(). Every rank passes the same names."""
+    model.named_parameters(). Every rank (of `process_set`) passes the same
+    names; root_rank is a global rank."""
     if isinstance(params, dict):
         params = sorted(params.items())
     elif isinstance(params, list):
@@ -30,26 +30,28 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """Returns root_rank's `obj` (any picklable object) on every rank."""
-    _check_process_set(process_set)
+    """Returns root_rank's `obj` (any picklable object) on every rank (of
+    `process_set`; root_rank is a global rank)."""
     name = name or type(obj).__name__
     is_root = _core.rank() == root_rank
     payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8) if is_root else None
     length = torch.tensor([payload.numel() if is_root else 0], dtype=torch.int64)
-    mpi_ops.broadcast_(length, root_rank, name + ".sz")
+    mpi_ops.broadcast_(length, root_rank, name + ".sz", process_set)
     if not is_root:
         payload = torch.empty(int(length), dtype=torch.uint8)
-    mpi_ops.broadcast_(payload, root_rank, name + ".t")
+    mpi_ops.broadcast_(payload, root_rank, name + ".t", process_set)
     return obj if is_root else pickle.loads(payload.numpy().tobytes())
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
-    """Returns the list of every rank's `obj` (picklable), in rank order."""
-    _check_process_set(process_set)
+    """Returns the list of every rank's `obj` (picklable), in rank order
+    (the members of `process_set`)."""
     name = name or type(obj).__name__
     payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
-    lengths = synchronize(mpi_ops.allgather_async(torch.tensor([payload.numel()]), name + ".sz"))
-    data = synchronize(mpi_ops.allgather_async(payload, name + ".t")).numpy().tobytes()
+    lengths = synchronize(mpi_ops.allgather_async(torch.tensor([payload.numel()]), name + ".sz",
+                                                  process_set))
+    data = synchronize(mpi_ops.allgather_async(payload, name + ".t", process_set))
+    data = data.numpy().tobytes()
     offsets = [0] + torch.cumsum(lengths, 0).tolist()
     return [pickle.loads(data[offsets[i]:offsets[i + 1]]) for i in range(len(lengths))]
 
@@ -80,10 +82,9 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     (accepted as in Horovod)."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
-    _check_process_set(process_set)
     params = [p for group in optimizer.param_groups for p in group["params"]]
     root_has_state = broadcast_object(len(optimizer.state) > 0, root_rank,
-                                      "optimizer_state.exists")
+                                      "optimizer_state.exists", process_set)
     if not root_has_state:
         optimizer.state = collections.defaultdict(dict)
     elif len(optimizer.state) == 0:
@@ -96,9 +97,10 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
                 tensors.append(("optimizer_state.{}.{}".format(index, key), value))
             else:
                 others[(index, key)] = value
-    broadcast_parameters(tensors, root_rank)
+    broadcast_parameters(tensors, root_rank, process_set)
     options = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
-    options, others = broadcast_object((options, others), root_rank, "optimizer_state.options")
+    options, others = broadcast_object((options, others), root_rank, "optimizer_state.options",
+                                       process_set)
     for group, values in zip(optimizer.param_groups, options):
         group.update(values)
     for (index, key), value in others.items():

@@ -15,7 +15,7 @@ from torch.utils.dlpack import from_dlpack
 
 from horovodcpp import _core
 from horovodcpp.common.basics import Average, Sum
-from horovodcpp.common.process_sets import check as _check_process_set
+from horovodcpp.common.process_sets import core_set as _core_set
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.torch.handles import poll, register, synchronize  # noqa: F401
 
@@ -67,20 +67,21 @@ def _resolve_op(op, average):
 
 
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set):
-    _check_process_set(process_set)
+    ps = _core_set(process_set)
     if output is tensor:
         work = _core.allreduce_async(_inplace_tensor(tensor), None, _name("allreduce", name), op,
-                                     prescale_factor, postscale_factor)
+                                     prescale_factor, postscale_factor, ps)
     else:
         work = _core.allreduce_async(_core_tensor(tensor.contiguous()), _core_tensor(output),
                                      _name("allreduce", name), op, prescale_factor,
-                                     postscale_factor)
+                                     postscale_factor, ps)
     return register([work], lambda: output)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=global_process_set):
-    """Starts reducing `tensor` over all ranks into a new tensor:
+    """Starts reducing `tensor` over the ranks of `process_set` (default: all)
+    into a new tensor:
     postscale_factor * op(prescale_factor * tensor). `op` defaults to Average
     (Sum, Min, Max, Product also work). Returns a handle for synchronize()."""
     op = _resolve_op(op, average)
@@ -106,14 +107,14 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
 
 def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postscale_factor,
                              process_set):
-    _check_process_set(process_set)
+    ps = _core_set(process_set)
     if outputs is tensors:
         inputs, core_outputs = [_inplace_tensor(t) for t in tensors], None
     else:
         inputs = [_core_tensor(t.contiguous()) for t in tensors]
         core_outputs = [_core_tensor(t) for t in outputs]
     works = _core.grouped_allreduce_async(inputs, core_outputs, _name("grouped_allreduce", name),
-                                          op, prescale_factor, postscale_factor)
+                                          op, prescale_factor, postscale_factor, ps)
     return register(works, lambda: list(outputs))
 
 
@@ -147,19 +148,19 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
     """Reduces a sparse COO tensor by gathering every rank's indices and
     values (duplicates are summed when the result is coalesced)."""
-    _check_process_set(process_set)
+    ps = _core_set(process_set)
     if op not in (Average, Sum):
         raise NotImplementedError("sparse allreduce supports Sum and Average only")
     indices = tensor._indices().t().contiguous()  # rows are nonzeros: gathered along dim 0
     values = tensor._values().contiguous()
-    works = [_core.allgather_async(_core_tensor(indices), _name("allgather", name + ".indices")),
-             _core.allgather_async(_core_tensor(values), _name("allgather", name + ".values"))]
+    works = [_core.allgather_async(_core_tensor(part), _name("allgather", name + suffix), ps)
+             for part, suffix in ((indices, ".indices"), (values, ".values"))]
 
     def finish():
         all_indices = _from_core(works[0].output(), indices)
         all_values = _from_core(works[1].output(), values)
         if op == Average:
-            all_values = all_values / _core.size()
+            all_values = all_values / process_set.size()
         return torch.sparse_coo_tensor(all_indices.t(), all_values, tensor.size())
     return register(works, finish)
 
@@ -167,30 +168,30 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating every rank's `tensor` along the first dimension
     (which may differ between ranks). synchronize() returns the result."""
-    _check_process_set(process_set)
-    work = _core.allgather_async(_core_tensor(tensor.contiguous()), _name("allgather", name))
+    work = _core.allgather_async(_core_tensor(tensor.contiguous()), _name("allgather", name),
+                                 _core_set(process_set))
     return register([work], lambda: _from_core(work.output(), tensor))
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """allgather_async of a list of tensors as one group."""
-    _check_process_set(process_set)
     tensors = list(tensors)
     works = _core.grouped_allgather_async([_core_tensor(t.contiguous()) for t in tensors],
-                                          _name("grouped_allgather", name))
+                                          _name("grouped_allgather", name), _core_set(process_set))
     return register(works, lambda: [_from_core(w.output(), t) for w, t in zip(works, tensors)])
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
-    """Starts copying root_rank's `tensor` into a new tensor on every rank."""
+    """Starts copying root_rank's `tensor` into a new tensor on every rank (of
+    `process_set`; root_rank is a global rank, hvd.rank() of the root)."""
     output = tensor.detach().clone(memory_format=torch.contiguous_format)
     return broadcast_async_(output, root_rank, name, process_set)
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     """Starts overwriting `tensor` with root_rank's `tensor`, in place."""
-    _check_process_set(process_set)
-    work = _core.broadcast_async(_inplace_tensor(tensor), root_rank, _name("broadcast", name))
+    work = _core.broadcast_async(_inplace_tensor(tensor), root_rank, _name("broadcast", name),
+                                 _core_set(process_set))
     return register([work], lambda: tensor)
 
 
@@ -203,8 +204,8 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     """Starts an alltoall: splits[j] rows (first-dimension slices) of `tensor`
     go to rank j; without splits, equal parts. synchronize() returns
     (output, received_splits): the rows every rank sent here, in rank order,
-    and how many came from each rank."""
-    _check_process_set(process_set)
+    and how many came from each rank. On a process set, j counts in the set."""
+    ps = _core_set(process_set)
     if splits is None:
         split_list, splits_dtype = [], torch.int32
     elif isinstance(splits, torch.Tensor):
@@ -212,7 +213,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     else:
         split_list, splits_dtype = [int(s) for s in splits], torch.int32
     work = _core.alltoall_async(_core_tensor(tensor.contiguous()), split_list,
-                                _name("alltoall", name))
+                                _name("alltoall", name), ps)
     return register([work], lambda: (_from_core(work.output(), tensor),
                                      torch.tensor(work.received_splits(), dtype=splits_dtype)))
 
@@ -222,30 +223,40 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     """Starts reducing `tensor` (same shape on every rank) and keeping this
     rank's share of the first dimension: the first (rows % size) ranks get
     one row more. `op` is Average or Sum."""
-    _check_process_set(process_set)
     work = _core.reducescatter_async(_core_tensor(tensor.contiguous()),
                                      _name("reducescatter", name), op, prescale_factor,
-                                     postscale_factor)
+                                     postscale_factor, _core_set(process_set))
     return register([work], lambda: _from_core(work.output(), tensor))
 
 
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0):
     """reducescatter_async of a list of tensors as one group."""
-    _check_process_set(process_set)
     tensors = list(tensors)
     works = _core.grouped_reducescatter_async([_core_tensor(t.contiguous()) for t in tensors],
                                               _name("grouped_reducescatter", name), op,
-                                              prescale_factor, postscale_factor)
+                                              prescale_factor, postscale_factor,
+                                              _core_set(process_set))
     return register(works, lambda: [_from_core(w.output(), t) for w, t in zip(works, tensors)])
 
 
 def join(device=-1):
-    """Horovod's join(): not supported yet (the C++ core has no join)."""
-    raise NotImplementedError("join() is not supported yet: the horovodcpp C++ core has no join")
+    """For uneven numbers of batches: a rank that has run out of data calls
+    join() and waits there (without the GIL) until every rank has joined.
+    Meanwhile the other ranks' allreduces (Sum or Average, e.g. those of
+    DistributedOptimizer) and barriers go on without it: it contributes
+    zeros, and Average divides by the ranks that submitted the tensor. Other
+    collectives submitted while a rank has joined fail with
+    InvalidArgumentError. Returns, on every rank, the rank that joined last
+    (e.g. to broadcast its parameters). Global set only.
+
+    device: Horovod's device for the zero tensors; horovodcpp is CPU-only
+    and ignores it."""
+    del device
+    return _core.join()
 
 
 def barrier(process_set=global_process_set):
-    """Returns once every rank has called barrier() (without the GIL)."""
-    _check_process_set(process_set)
-    _core.barrier()
+    """Returns once every rank (of `process_set`) has called barrier(),
+    without holding the GIL."""
+    _core.barrier(_core_set(process_set))

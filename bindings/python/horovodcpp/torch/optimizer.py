@@ -8,7 +8,6 @@ import warnings
 import torch
 
 from horovodcpp.common.basics import Average
-from horovodcpp.common.process_sets import check as _check_process_set
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.torch import mpi_ops
 from horovodcpp.torch.compression import Compression
@@ -26,7 +25,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
                  gradient_predivide_factor, groups, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
-        _check_process_set(process_set)
         self._compression = compression
         self.backward_passes_per_step = backward_passes_per_step
         self.op = op
@@ -53,7 +51,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._synchronized = False
         self._should_synchronize = True
         self._grad_accumulators = []  # keeps the hooked nodes alive
-        self._register_hooks(trainable)
+        # Outside the process set, step() is the wrapped optimizer's alone.
+        # (included() also refuses a set that is not registered.)
+        if process_set.included() is None:
+            raise ValueError("DistributedOptimizer: {} is not registered: pass it to "
+                             "hvd.init(process_sets=...) or hvd.add_process_set()".format(
+                                 process_set))
+        if process_set.included():
+            self._register_hooks(trainable)
 
     def _names_of(self, named_parameters):
         all_params = [p for g in self.param_groups for p in g["params"]]
@@ -129,7 +134,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def synchronize(self):
         """Waits for every gradient's allreduce (starting those whose hook has
         not fired: unused parameters, or fewer than backward_passes_per_step
-        passes) and stores the averaged gradients in p.grad."""
+        passes) and stores the averaged gradients in p.grad. Outside the
+        optimizer's process set this does nothing."""
+        if not self.process_set.included():
+            self._synchronized = True
+            return
         for unit in self._units:
             if unit not in self._handles:
                 self._submit(unit)
@@ -184,7 +193,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                          num_groups=0, groups=None, sparse_as_dense=False,
                          process_set=global_process_set):
     """Wraps `optimizer` (of any torch.optim class) so that step() uses
-    gradients reduced with `op` (Average) over all ranks.
+    gradients reduced with `op` (Average) over all ranks, or over the ranks
+    of `process_set` (on other ranks, step() only runs `optimizer`'s step).
 
     named_parameters: model.named_parameters(), to name each allreduce.
     compression: Compression.none, .fp16 or .bf16 for the transfer.

@@ -31,7 +31,10 @@ void bind_basics(py::module_& m) {
   m.def("local_size", &hvd::local_size);
   m.def("cross_rank", &hvd::cross_rank);
   m.def("cross_size", &hvd::cross_size);
-  m.def("barrier", &hvd::barrier, no_gil);
+  m.def("barrier", [] { hvd::barrier(); }, no_gil);
+  m.def("join", &hvd::join, no_gil,
+        "Waits until every rank has joined; meanwhile this rank contributes zeros to the\n"
+        "others' Sum/Average allreduces. Returns the last rank to join.");
   m.def("start_timeline", &hvd::start_timeline, py::arg("path"), py::arg("mark_cycles") = false);
   m.def("stop_timeline", &hvd::stop_timeline, no_gil);
   m.def("built_transports", [] {

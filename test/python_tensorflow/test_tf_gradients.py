@@ -21,7 +21,9 @@ def test_allreduce_gradient(mode, op):
     def make(r, i):
         # Min/Max with a tie in column 0 (split between the ranks holding it).
         t = rank_tensor(r, [3, 4])
-        return tf.concat([tf.fill([3, 1], tf.constant(1.5, tf.float64)), t[:, 1:]], 1) if op in (hvd.Min, hvd.Max) else t
+        if op not in (hvd.Min, hvd.Max):
+            return t
+        return tf.concat([tf.fill([3, 1], tf.constant(1.5, tf.float64)), t[:, 1:]], 1)
     check_gradient(mode, make,
                    lambda xs: hvd.allreduce(xs[0], op=op, prescale_factor=2.0,
                                             postscale_factor=0.5),

@@ -9,7 +9,8 @@ def resolve_op(op, average):
     """Horovod's deprecated `average` argument next to `op` (default Average)."""
     if op is not None:
         if average is not None:
-            raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+            raise ValueError("The op parameter supersedes average. "
+                             "Please provide only one of them.")
         return op
     if average is not None:
         warnings.warn("Parameter `average` has been replaced with `op` and will be removed",

@@ -30,7 +30,6 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from horovodcpp import _core
 from horovodcpp.common import process_sets as _process_sets
 
 # What the core reduces natively, by TensorFlow dtype (the names are the

@@ -8,11 +8,6 @@ from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.tensorflow import bridge, mpi_ops
 
 
-def _name_of(variable):
-    # Keras 3 variables: `path` ("dense/kernel"); tf.Variable: `name`.
-    return getattr(variable, "path", None) or variable.name
-
-
 def broadcast_variables(variables, root_rank, process_set=global_process_set, inplace=False):
     """Assigns root_rank's values to `variables` (tf.Variable or Keras
     variables, the same list on every rank), in one batched operation.
@@ -26,7 +21,8 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, in
     collectives, restores = [], []
     for i, variable in enumerate(variables):
         view, restore = mpi_ops.byte_view(tf.convert_to_tensor(variable))
-        name = bridge.collective_name("broadcast", "variables.{}.{}".format(i, _name_of(variable)))
+        # By position: variable names may differ between ranks.
+        name = bridge.collective_name("broadcast", "variables.{}".format(i))
         collectives.append(mpi_ops.broadcast_op(view, root_rank, name))
         restores.append(restore)
     results = bridge.run(collectives)

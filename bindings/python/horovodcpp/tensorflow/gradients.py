@@ -1,7 +1,10 @@
 """GradientReducer: combines a list of gradients over the ranks, what
 DistributedGradientTape and the DistributedOptimizers share. The whole list
 is one batched operation (one op inside tf.function): every allreduce is
-submitted before any is waited for, so the core fuses them."""
+submitted before any is waited for, so the core fuses them. Gradients are
+named by their position in the list (variable names may differ between
+ranks, e.g. Keras' "dense_3"), the same every step, so the response cache
+serves them."""
 import tensorflow as tf
 
 from horovodcpp import _core
@@ -15,11 +18,6 @@ from horovodcpp.tensorflow.compression import Compression
 def check_options(op, gradient_predivide_factor, num_groups, groups):
     """Horovod's argument rules; returns the effective `groups`."""
     return gradient_groups(op, gradient_predivide_factor, num_groups, groups, "tf.Variable")
-
-
-def _name_of(variable, index):
-    name = getattr(variable, "path", None) or getattr(variable, "name", None)
-    return "{}.{}".format(index, name) if name else str(index)
 
 
 class GradientReducer:
@@ -91,25 +89,26 @@ class GradientReducer:
         for unit in self._units(dense, variables):
             compressed, ctxs = zip(*[self.compression.compress(grads[i]) for i in unit])
             if len(unit) == 1:
-                name = "{}.{}".format(self.name, _name_of(var(unit[0]), unit[0]))
+                name = "{}.{}".format(self.name, unit[0])
                 collectives.append(mpi_ops.allreduce_op(
                     compressed[0], self._full(name), self.op, self.prescale, self.postscale))
             else:
-                name = "{}.group.{}".format(self.name, _name_of(var(unit[0]), unit[0]))
+                name = "{}.group.{}".format(self.name, unit[0])
                 collectives.append(mpi_ops.grouped_allreduce_op(
                     list(compressed), self._full(name), self.op, self.prescale, self.postscale))
             finishers.append((unit, ctxs))
         for i in sparse:
             self._check_sparse_op()
             for part in ("values", "indices"):
-                name = "{}.{}.{}".format(self.name, _name_of(var(i), i), part)
+                name = "{}.{}.{}".format(self.name, i, part)
                 collectives.append(mpi_ops.allgather_op(getattr(grads[i], part), self._full(name)))
         outputs = bridge.run(collectives)
         for (unit, ctxs), out in zip(finishers, outputs):
             for i, o, ctx in zip(unit, out, ctxs):
                 results[i] = self.compression.decompress(o, ctx)
+        gathered = outputs[len(finishers):]
         for k, i in enumerate(sparse):
-            values, indices = outputs[len(finishers) + 2 * k][0], outputs[len(finishers) + 2 * k + 1][0]
+            values, indices = gathered[2 * k][0], gathered[2 * k + 1][0]
             if self.op == Average:
                 values = _divide(values, _core.size())
             results[i] = tf.IndexedSlices(values, indices, dense_shape=grads[i].dense_shape)

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from horovodcpp import _core
 from horovodcpp.common.basics import Average
+from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.tensorflow import bridge
 
 
@@ -174,8 +175,7 @@ def join():
     return run_one(_no_input_op(_core.join, [tf.int32], [tf.TensorShape([])]))[0]
 
 
-def barrier(process_set=None):
+def barrier(process_set=global_process_set):
     """Returns once every rank has called barrier()."""
-    if process_set is not None:
-        bridge.check_process_set(process_set)
+    bridge.check_process_set(process_set)
     run_one(_no_input_op(lambda: _core.barrier() or 0, [tf.int32], [tf.TensorShape([])]))

@@ -25,8 +25,13 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
 
     def _broadcast(self):
         broadcast_variables(self.model.variables, self.root_rank)
-        if self.model.optimizer is not None:
-            broadcast_variables(self.model.optimizer.variables, self.root_rank)
+        optimizer = self.model.optimizer
+        if optimizer is not None:
+            if not optimizer.built and self.model.built:
+                # The same variables on every rank, also where the root
+                # loaded a checkpoint with its optimizer state.
+                optimizer.build(self.model.trainable_variables)
+            broadcast_variables(optimizer.variables, self.root_rank)
 
     def on_train_begin(self, logs=None):
         self._broadcast()

@@ -105,6 +105,16 @@ def collective_name(prefix, name, tensor=None):
     return tf.compat.v1.get_default_graph().unique_name(base)
 
 
+def when_done(works, outputs):
+    """A Collective's finish function: waits for the _core.Work objects
+    `works` (raising their error), then returns outputs()."""
+    def finish():
+        for work in works:
+            work.wait()
+        return outputs()
+    return finish
+
+
 class Collective:
     """One operation of a run(): its input tensors, its outputs' dtypes and
     static shapes (known when tracing), and start(eager inputs), which

@@ -27,7 +27,7 @@ def allreduce_op(tensor, name, op=Average, prescale_factor=1.0, postscale_factor
         array, out = bridge.output_array(t.shape, t.dtype)
         work = _core.allreduce_async(bridge.core_input(t), out, name, op, prescale_factor,
                                      postscale_factor)
-        return lambda: work.wait() or [bridge.from_array(array, t.dtype)]
+        return bridge.when_done([work], lambda: [bridge.from_array(array, t.dtype)])
     return bridge.Collective([tensor], [tensor.dtype], [tensor.shape], start)
 
 
@@ -36,12 +36,8 @@ def grouped_allreduce_op(tensors, name, op=Average, prescale_factor=1.0, postsca
         arrays, outs = zip(*[bridge.output_array(t.shape, t.dtype) for t in inputs])
         works = _core.grouped_allreduce_async([bridge.core_input(t) for t in inputs], list(outs),
                                               name, op, prescale_factor, postscale_factor)
-
-        def finish():
-            for work in works:
-                work.wait()
-            return [bridge.from_array(a, t.dtype) for a, t in zip(arrays, inputs)]
-        return finish
+        return bridge.when_done(works, lambda: [bridge.from_array(a, t.dtype)
+                                                for a, t in zip(arrays, inputs)])
     return bridge.Collective(tensors, [t.dtype for t in tensors], [t.shape for t in tensors],
                              start)
 
@@ -77,7 +73,7 @@ def broadcast_op(tensor, root_rank, name):
         (t,) = inputs
         array, out = bridge.output_array(t.shape, t.dtype, init=t)
         work = _core.broadcast_async(out, root_rank, name)
-        return lambda: work.wait() or [bridge.from_array(array, t.dtype)]
+        return bridge.when_done([work], lambda: [bridge.from_array(array, t.dtype)])
     return bridge.Collective([tensor], [tensor.dtype], [tensor.shape], start)
 
 

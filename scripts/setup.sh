@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what horovodcpp needs from Debian, then configures, builds and
-# installs it (hvdrun on PATH).
+# Installs what horovodcpp needs from Debian, TensorFlow from PyPI into a
+# venv, then configures, builds and installs horovodcpp (hvdrun on PATH).
 # Safe to run twice: packages already present are not fetched again, and the
 # build is incremental. Used by both README commands and by .ci/run.
 set -euo pipefail
@@ -17,6 +17,7 @@ packages=(
   python3-dev pybind11-dev libdlpack-dev  # the Python extension horovodcpp._core
   python3-torch python3-numpy python3-pytest  # horovodcpp.torch, its tests and examples
   python3-torchvision       # examples/pytorch/synthetic_benchmark.py
+  python3-venv              # the venv TensorFlow goes into (below)
 )
 
 missing=()
@@ -34,7 +35,23 @@ build_dir=${HVD_BUILD_DIR:-build}
 # The bindings are built for Debian's interpreter (the one python3-torch
 # serves), not whatever python3 comes first on PATH (pyenv, conda).
 python=${HVD_PYTHON:-/usr/bin/python3}
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$python"
+
+# TensorFlow is not packaged by Debian: the pinned wheels go into a venv of
+# that same interpreter (default .venv/ here, HVD_VENV to move it) with
+# --system-site-packages, so it also imports Debian's torch and pytest and
+# the horovodcpp package installed below. Skipped when the pins are already
+# installed (a copy of the requirements file marks it).
+venv=$(realpath -m "${HVD_VENV:-.venv}")
+requirements=scripts/requirements-tensorflow.txt
+[ -x "$venv/bin/python" ] || "$python" -m venv --system-site-packages "$venv"
+if ! cmp -s "$requirements" "$venv/horovodcpp-requirements.txt"; then
+  echo "setup: installing TensorFlow into $venv"
+  "$venv/bin/python" -m pip install -q --no-cache-dir --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$venv/horovodcpp-requirements.txt"
+fi
+
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$python" \
+  -DHVD_TENSORFLOW_PYTHON="$venv/bin/python"
 cmake --build "$build_dir" -j "$(nproc)"
 
 # Install hvdrun, the library and its CMake package (default /usr/local),
@@ -47,3 +64,8 @@ $sudo_cmd mkdir -p "$prefix"
 $sudo_cmd cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 [ "$(id -u)" -ne 0 ] || ldconfig
 echo "setup: installed hvdrun, libhorovodcpp and the horovodcpp Python package under $prefix"
+if [ "$prefix" = /usr/local ]; then
+  # The venv sees <prefix>/lib/python3.X/dist-packages through its system site-packages.
+  (cd / && "$venv/bin/python" -c "import horovodcpp._core")
+fi
+echo "setup: TensorFlow scripts run with $venv/bin/python"

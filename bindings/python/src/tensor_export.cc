@@ -1,6 +1,7 @@
 #include "tensor_export.h"
 
 #include <dlpack/dlpack.h>
+#include <pybind11/stl.h>
 
 #include <vector>
 

@@ -1,0 +1,50 @@
+"""DistributedGradientTape: a tf.GradientTape whose gradient() returns the
+gradients combined over the ranks (averaged by default)."""
+import tensorflow as tf
+
+from horovodcpp.common.basics import Average
+from horovodcpp.common.process_sets import global_process_set
+from horovodcpp.tensorflow.compression import Compression
+from horovodcpp.tensorflow.gradients import GradientReducer, check_options
+
+
+class _DistributedGradientTape(tf.GradientTape):
+    # Mixed in before the wrapped tape's class by DistributedGradientTape().
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=tf.UnconnectedGradients.NONE):
+        grads = super().gradient(target, sources, output_gradients, unconnected_gradients)
+        flat_sources = tf.nest.flatten(sources)
+        reduced = self._hvd_reducer(tf.nest.flatten(grads), flat_sources)
+        return tf.nest.pack_sequence_as(grads, reduced)
+
+    def register_local_source(self, source):
+        """The gradient of `source` is not combined over the ranks (it is
+        divided by the number of ranks when scale_local_gradients)."""
+        self._hvd_reducer.register_local(source)
+
+
+def DistributedGradientTape(gradtape, device_dense='', device_sparse='',
+                            compression=Compression.none, sparse_as_dense=False, op=Average,
+                            gradient_predivide_factor=1.0, num_groups=0, groups=None,
+                            process_set=global_process_set, scale_local_gradients=True):
+    """Wraps `gradtape` (used or not yet) so that gradient() combines the
+    gradients over all ranks with `op` (Average), eagerly or in tf.function:
+
+        with tf.GradientTape() as tape:
+            loss = ...
+        tape = hvd.DistributedGradientTape(tape)
+        grads = tape.gradient(loss, model.trainable_variables)
+
+    compression, sparse_as_dense, gradient_predivide_factor, groups: see
+    gradients.GradientReducer. device_dense and device_sparse are accepted
+    for Horovod's signature (tensors are CPU tensors)."""
+    groups = check_options(op, gradient_predivide_factor, num_groups, groups)
+    cls = type(gradtape.__class__.__name__, (_DistributedGradientTape, gradtape.__class__), {})
+    tape = cls.__new__(cls)
+    # The same recording: the wrapper shares the tape's state.
+    tape.__dict__.update(gradtape.__dict__)
+    tape._hvd_reducer = GradientReducer("DistributedGradientTape", compression, sparse_as_dense,
+                                        op, gradient_predivide_factor, groups, process_set,
+                                        scale_local_gradients)
+    return tape

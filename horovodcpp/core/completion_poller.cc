@@ -26,7 +26,7 @@ CompletionPoller::~CompletionPoller() {
 void CompletionPoller::watch(GpuEvents::Event event, Callback on_done) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    pending_.push_back({event, std::move(on_done)});
+    pending_.push_back({event, std::move(on_done), std::chrono::steady_clock::now()});
   }
   wake_.notify_all();
 }
@@ -62,7 +62,9 @@ void CompletionPoller::loop() {
         if (events_.done(it->event)) finished.splice(finished.end(), polled, it);
         it = next;
       }
-      if (!polled.empty() && health_check_) health_check_();
+      if (!polled.empty() && health_check_) {
+        health_check_(std::chrono::steady_clock::now() - polled.front().since);
+      }
     } catch (...) {
       finish(finished, nullptr);  // those did complete
       finish(polled, std::current_exception());

@@ -19,10 +19,11 @@ class CompletionPoller {
  public:
   // Called with null when the event completed, else with the error.
   using Callback = std::function<void(std::exception_ptr)>;
-  // Called every polling round while events are pending; throwing fails
-  // every pending event with that error (e.g. NCCL's asynchronous error or
-  // a timeout, after aborting the communicator).
-  using HealthCheck = std::function<void()>;
+  // Called every polling round while events are pending, with how long the
+  // oldest of them has waited; throwing fails every pending event with that
+  // error (e.g. NCCL's asynchronous error or a timeout, after aborting the
+  // communicator).
+  using HealthCheck = std::function<void(std::chrono::steady_clock::duration oldest_wait)>;
 
   CompletionPoller(GpuEvents& events, HealthCheck health_check = nullptr,
                    std::chrono::microseconds interval = std::chrono::microseconds(50));
@@ -37,6 +38,7 @@ class CompletionPoller {
   struct Pending {
     GpuEvents::Event event;
     Callback on_done;
+    std::chrono::steady_clock::time_point since;
   };
   void loop();
   // Releases the events and calls back with `error` (null: success).

@@ -84,7 +84,7 @@ TEST(CompletionPoller, CallsBackOnlyAfterTheEventCompletes) {
 TEST(CompletionPoller, HealthCheckErrorFailsEveryPendingEvent) {
   FakeEvents events;
   std::atomic<bool> broken{false};
-  CompletionPoller poller(events, [&] {
+  CompletionPoller poller(events, [&](std::chrono::steady_clock::duration) {
     if (broken) throw BackendError("NCCL reported an asynchronous error: remote process exited");
   });
   std::atomic<int> failures{0};
@@ -102,6 +102,22 @@ TEST(CompletionPoller, HealthCheckErrorFailsEveryPendingEvent) {
   broken = true;
   EXPECT_TRUE(eventually([&] { return failures == 3; }));
   EXPECT_EQ(events.released(), 3u);
+}
+
+TEST(CompletionPoller, HealthCheckSeesHowLongTheOldestWaited) {
+  FakeEvents events;
+  std::atomic<bool> timed_out{false};
+  CompletionPoller poller(events, [&](std::chrono::steady_clock::duration oldest) {
+    if (oldest > std::chrono::milliseconds(30)) throw Timeout("waited too long");
+  });
+  poller.watch(events.record(0, nullptr), [&](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const Timeout&) {
+      timed_out = true;
+    }
+  });
+  EXPECT_TRUE(eventually([&] { return timed_out.load(); }));
 }
 
 TEST(CompletionPoller, ShutdownFailsWhatIsPending) {

@@ -15,8 +15,8 @@
 # - MPI is left out (HVD_WITH_MPI=OFF). Gloo is carried by `prepare` too
 #   (Debian 12's libgloo.so with libhiredis, libibverbs and libnl: about
 #   2 MB; they need GLIBC >= 2.34 and GLIBCXX >= 3.4.30 on the GPU machine)
-#   so hvd::init() works there and the Gloo CPU suites run at 1 and 2
-#   ranks. If those libraries do not load there, HVD_GPU_NO_GLOO=1 builds
+#   so hvd::init() works there: gpu_collective_tests (CUDA tensors through
+#   the API) and the Gloo CPU suites at 1 and 2 ranks run too. If those libraries do not load there, HVD_GPU_NO_GLOO=1 builds
 #   without any CPU transport: the GPU suites drive the NCCL backend, the
 #   copy kernel and the events directly, with ranks as threads (one GPU per
 #   rank), and need no launcher.
@@ -62,7 +62,14 @@ nvcc --version | tail -1
 
 # GoogleTest: installed, else built from the carried source.
 GTEST_PREFIX=$BUILD/googletest-install
-if [[ ! -d $GTEST_PREFIX ]] && { [[ -n ${HVD_GTEST_FROM_SOURCE:-} ]] || ! ls /usr/lib/*/cmake/GTest /usr/lib/cmake/GTest >/dev/null 2>&1; }; then
+installed_gtest() {
+  local dir
+  for dir in /usr/lib/cmake/GTest /usr/lib/*/cmake/GTest /usr/local/lib*/cmake/GTest; do
+    [[ -d $dir ]] && return 0
+  done
+  return 1
+}
+if [[ ! -d $GTEST_PREFIX ]] && { [[ -n ${HVD_GTEST_FROM_SOURCE:-} ]] || ! installed_gtest; }; then
   [[ -d $DEPS/googletest ]] || { echo "no GoogleTest: run 'scripts/gpu_tests.sh prepare' and carry .gpu-deps"; exit 2; }
   log "building GoogleTest from $DEPS/googletest"
   cmake -S "$DEPS/googletest" -B "$BUILD/googletest-build" -DCMAKE_BUILD_TYPE=Release \

@@ -1,10 +1,12 @@
 // CUDA tensors through the whole stack (hvd::init, negotiation, fusion,
-// NCCL): results are checked by work queued on the caller's stream right
-// after submission, without waiting for the Work, so they also check that
-// the stream was made to wait for the collective. Ranks: one GPU each
-// (local rank modulo the visible devices).
+// NCCL). Inputs are written on the caller's stream behind a long queue of
+// other work, so results are only right if the collective waited for the
+// tensor's ready event. Ranks: one GPU each (local rank modulo the visible
+// devices).
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <memory>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -31,6 +33,7 @@ class GpuCollectivesTest : public test::GpuTest {
     device_ = hvd::local_rank() % devices;
     HVD_CUDA_CHECK(cudaSetDevice(device_));
     HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    scratch_ = std::make_unique<DeviceBuffer<unsigned char>>(kScratch);
   }
   void TearDown() override {
     if (stream_) cudaStreamDestroy(stream_);
@@ -41,8 +44,7 @@ class GpuCollectivesTest : public test::GpuTest {
     view.stream = stream_;
     return view;
   }
-  // Copies device data to the host on the caller's stream (ordered after
-  // the collective by horovodcpp, not by waiting on the Work).
+  // Copies device data to the host on the caller's stream.
   std::vector<float> read_on_stream(const float* data, std::size_t n) {
     std::vector<float> host(n);
     HVD_CUDA_CHECK(cudaMemcpyAsync(host.data(), data, n * sizeof(float), cudaMemcpyDeviceToHost,
@@ -50,29 +52,37 @@ class GpuCollectivesTest : public test::GpuTest {
     HVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return host;
   }
-  // Fills on the stream: the collective must wait for it.
+  // Fills on the stream after ~1 GB of memsets: the collective must wait
+  // for it (its ready event), not run on what was there before.
   void fill_on_stream(float* data, const std::vector<float>& values) {
-    HVD_CUDA_CHECK(cudaMemcpyAsync(data, values.data(), values.size() * sizeof(float),
+    for (int i = 0; i < 4; ++i) HVD_CUDA_CHECK(cudaMemsetAsync(scratch_->get(), i, kScratch, stream_));
+    HVD_CUDA_CHECK(cudaMemsetAsync(data, 0xff, values.size() * sizeof(float), stream_));  // NaN
+    staged_.push_back(values);  // the async copy reads it later
+    HVD_CUDA_CHECK(cudaMemcpyAsync(data, staged_.back().data(), values.size() * sizeof(float),
                                    cudaMemcpyHostToDevice, stream_));
   }
+
+  static constexpr std::size_t kScratch = 256u << 20;
+  std::unique_ptr<DeviceBuffer<unsigned char>> scratch_;  // allocated in SetUp
+  std::deque<std::vector<float>> staged_;
 
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
 };
 
-TEST_F(GpuCollectivesTest, AllreduceOrdersTheCallersStream) {
+TEST_F(GpuCollectivesTest, AllreduceWaitsForTheProducingStream) {
   const std::size_t n = 1 << 22;
   std::vector<float> values(n);
   for (std::size_t i = 0; i < n; ++i) values[i] = float(i % 1000) + hvd::rank();
   DeviceBuffer<float> d(n);
   fill_on_stream(d.get(), values);
   Work work = allreduce_async(on_device(d.get(), n), "gpu.sum", ReduceOp::kSum);
+  work.wait();
   const std::vector<float> got = read_on_stream(d.get(), n);
   const int size = hvd::size();
   for (std::size_t i : {std::size_t(0), std::size_t(12345), n - 1}) {
     EXPECT_EQ(got[i], float(i % 1000) * size + size * (size - 1) / 2.0f) << i;
   }
-  work.wait();
 }
 
 TEST_F(GpuCollectivesTest, FusedGroupWithAverageAndScaleFactors) {
@@ -87,12 +97,12 @@ TEST_F(GpuCollectivesTest, FusedGroupWithAverageAndScaleFactors) {
   }
   std::vector<Work> works = grouped_allreduce_async(views, "gpu.group", ReduceOp::kAverage,
                                                     /*prescale=*/2.0, /*postscale=*/0.25);
+  for (Work& w : works) w.wait();
   for (int t = 0; t < kTensors; ++t) {
     const std::vector<float> got = read_on_stream(buffers[t]->get(), 100 + 37 * t);
     EXPECT_EQ(got.front(), t * 0.5f) << t;
     EXPECT_EQ(got.back(), t * 0.5f) << t;
   }
-  for (Work& w : works) w.wait();
 }
 
 TEST_F(GpuCollectivesTest, OutOfPlaceAllreduceAndBroadcast) {
@@ -103,11 +113,11 @@ TEST_F(GpuCollectivesTest, OutOfPlaceAllreduceAndBroadcast) {
   Work a = allreduce_async(on_device(in.get(), n), on_device(out.get(), n), "gpu.out",
                            ReduceOp::kMax);
   Work b = broadcast_async(on_device(params.get(), n), /*root_rank=*/hvd::size() - 1, "gpu.bcast");
+  a.wait();
+  b.wait();
   EXPECT_EQ(read_on_stream(out.get(), n)[999], 3.0f);
   EXPECT_EQ(read_on_stream(params.get(), n)[0], float(hvd::size() - 1 + 7));
   EXPECT_EQ(read_on_stream(in.get(), n)[0], 3.0f);  // the input is untouched
-  a.wait();
-  b.wait();
 }
 
 TEST_F(GpuCollectivesTest, UnsupportedOpsFailClearly) {

@@ -113,8 +113,10 @@ void NcclBackend::reducescatter(void* buffer, void* output, const std::vector<st
     HVD_NCCL_CHECK(ncclGroupStart());
     std::size_t offset = 0;
     for (std::size_t r = 0; r < counts.size(); ++r) {
-      void* recv = static_cast<int>(r) == rank ? output : nullptr;  // used on the root only
-      HVD_NCCL_CHECK(ncclReduce(at(buffer, offset, dtype), recv, counts[r], type, nccl,
+      // recvbuff is used on the root only; elsewhere any valid pointer.
+      void* send = at(buffer, offset, dtype);
+      void* recv = static_cast<int>(r) == rank ? output : send;
+      HVD_NCCL_CHECK(ncclReduce(send, recv, counts[r], type, nccl,
                                 static_cast<int>(r), comm, stream));
       offset += counts[r];
     }

@@ -16,10 +16,16 @@
 #   (Debian 12's libgloo.so with libhiredis, libibverbs and libnl: about
 #   2 MB; they need GLIBC >= 2.34 and GLIBCXX >= 3.4.30 on the GPU machine)
 #   so hvd::init() works there: gpu_collective_tests (CUDA tensors through
-#   the API) and the Gloo CPU suites at 1 and 2 ranks run too. If those libraries do not load there, HVD_GPU_NO_GLOO=1 builds
-#   without any CPU transport: the GPU suites drive the NCCL backend, the
-#   copy kernel and the events directly, with ranks as threads (one GPU per
-#   rank), and need no launcher.
+#   the API) and the Gloo CPU suites at 1 and 2 ranks run too. If those
+#   libraries do not load there (checked with ldd), or HVD_GPU_NO_GLOO=1,
+#   it builds without any CPU transport: gpu_tests still drives the NCCL
+#   backend, the copy kernel and the events directly, with ranks as
+#   threads (one GPU per rank), and needs no launcher.
+#
+# With the `run` device tool (from a session on the CPU machine):
+#   scripts/gpu_tests.sh prepare                       # here, once
+#   run(command="scripts/gpu_tests.sh", carry=[".gpu-deps"], timeout_s=600)
+# then read $OUT's logs (files_at). Building takes a few minutes on 16 cores.
 # HVD_GTEST_FROM_SOURCE=1 builds the carried GoogleTest even where one is
 # installed (to rehearse the GPU machine's path here).
 # Results: build/test logs and GoogleTest XML in $OUT (or build-gpu-device/).
@@ -94,8 +100,15 @@ fi
 # too), else left out.
 GLOO_ARGS=(-DHVD_WITH_GLOO=OFF)
 if [[ -f $DEPS/gloo/lib/libgloo.so && -z ${HVD_GPU_NO_GLOO:-} ]]; then
-  GLOO_ARGS=(-DHVD_WITH_GLOO=ON -DGloo_DIR="$DEPS/gloo/share/cmake/Gloo")
-  export LD_LIBRARY_PATH=$DEPS/gloo/lib:${LD_LIBRARY_PATH:-}
+  missing=$(LD_LIBRARY_PATH=$DEPS/gloo/lib:${LD_LIBRARY_PATH:-} ldd "$DEPS/gloo/lib/libgloo.so.0" 2>&1 \
+            | grep "not found" || true)
+  if [[ -n $missing ]]; then
+    echo "the carried Gloo does not load here, building without it:"
+    echo "$missing"
+  else
+    GLOO_ARGS=(-DHVD_WITH_GLOO=ON -DGloo_DIR="$DEPS/gloo/share/cmake/Gloo")
+    export LD_LIBRARY_PATH=$DEPS/gloo/lib:${LD_LIBRARY_PATH:-}
+  fi
 fi
 
 log "configure"
@@ -134,6 +147,14 @@ if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON ]]; then
     --gtest_output=xml:"$RESULTS/gpu_collective_tests.xml" 2>&1 | tee "$RESULTS/gpu_collective_tests.log"
   [[ ${PIPESTATUS[0]} == 0 ]] || status=1
   set -e
+  # Two ranks need two GPUs (NCCL: one rank per GPU).
+  if (( $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') >= 2 )); then
+    log "CUDA tensors through hvd::init at 2 ranks (hvdrun --gloo)"
+    cmake --build "$BUILD" --target hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
+    "$BUILD/runner/hvdrun" -np 2 --gloo "$BUILD/test/gpu_collective_tests" \
+      >"$RESULTS/gpu_collective_tests_np2.log" 2>&1 || status=1
+    tail -5 "$RESULTS/gpu_collective_tests_np2.log"
+  fi
 fi
 if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON && -z ${HVD_GPU_SKIP_CPU_SUITES:-} ]]; then
   log "CPU suites over the carried Gloo (1 and 2 ranks)"

@@ -4,6 +4,7 @@
 // whose peer never joins.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -173,13 +174,25 @@ TEST_F(NcclTest, Int16ReductionIsRefusedClearly) {
   });
 }
 
-// Rank 1 never calls the allreduce: rank 0's synchronize must give up
-// within the timeout, abort the communicator and fail every later call.
+// Rank 1 never calls the allreduce (but keeps its communicator until rank
+// 0 is done, so NCCL sees no closed connection): rank 0's synchronize must
+// give up within the timeout, abort the communicator and fail every later
+// call.
 TEST_F(NcclTest, MissingPeerTimesOutAndAborts) {
+  std::atomic<bool> rank0_done{false};
   run_ranks(
       2,
-      [](int rank, NcclBackend& backend) {
-        if (rank == 1) return;
+      [&rank0_done](int rank, NcclBackend& backend) {
+        if (rank == 1) {
+          for (int i = 0; i < 6000 && !rank0_done; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          return;
+        }
+        struct SetOnExit {
+          std::atomic<bool>& flag;
+          ~SetOnExit() { flag = true; }
+        } done{rank0_done};
         DeviceBuffer<float> d(std::size_t(1024));
         backend.allreduce(d.get(), 1024, DataType::kFloat32, ReduceOp::kSum);
         const auto start = std::chrono::steady_clock::now();

@@ -25,11 +25,66 @@ else()
   set(HVD_HAVE_GLOO FALSE)
 endif()
 
-if(NOT HVD_HAVE_MPI AND NOT HVD_HAVE_GLOO)
+message(STATUS "horovodcpp backends: MPI=${HVD_HAVE_MPI} Gloo=${HVD_HAVE_GLOO}")
+
+# GPU support: the CUDA runtime (device tensors, events, the batched copy
+# kernel) and NCCL (collectives on device memory). Both auto-detected in the
+# CUDA toolkit (CUDAToolkit_ROOT or /usr/local/cuda); NCCL needs CUDA.
+set(HVD_WITH_CUDA AUTO CACHE STRING "Build CUDA tensor support (ON, OFF or AUTO)")
+set(HVD_WITH_NCCL AUTO CACHE STRING "Build the NCCL backend (ON, OFF or AUTO)")
+set(HVD_HAVE_CUDA FALSE)
+set(HVD_HAVE_NCCL FALSE)
+if(HVD_WITH_CUDA)
+  if(HVD_WITH_CUDA STREQUAL "AUTO")
+    find_package(CUDAToolkit)
+  else()
+    find_package(CUDAToolkit REQUIRED)
+  endif()
+  if(CUDAToolkit_FOUND AND CUDAToolkit_NVCC_EXECUTABLE)
+    if(NOT CMAKE_CUDA_COMPILER)
+      set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
+    endif()
+    # Hopper (H100/H200) machine code plus its PTX, which newer GPUs JIT:
+    # one architecture keeps nvcc's time low. Override with -DCMAKE_CUDA_ARCHITECTURES.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
+    enable_language(CUDA)
+    set(HVD_HAVE_CUDA TRUE)
+  elseif(NOT HVD_WITH_CUDA STREQUAL "AUTO")
+    message(FATAL_ERROR "HVD_WITH_CUDA=ON but nvcc was not found in the CUDA toolkit")
+  endif()
+endif()
+if(HVD_WITH_NCCL)
+  if(NOT HVD_HAVE_CUDA AND NOT HVD_WITH_NCCL STREQUAL "AUTO")
+    message(FATAL_ERROR "HVD_WITH_NCCL=ON needs CUDA (HVD_WITH_CUDA), which is off or missing")
+  endif()
+  if(HVD_HAVE_CUDA)
+    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+    if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+      add_library(hvd_nccl INTERFACE IMPORTED)
+      target_include_directories(hvd_nccl INTERFACE ${NCCL_INCLUDE_DIR})
+      target_link_libraries(hvd_nccl INTERFACE ${NCCL_LIBRARY})
+      set(HVD_HAVE_NCCL TRUE)
+    elseif(NOT HVD_WITH_NCCL STREQUAL "AUTO")
+      message(FATAL_ERROR "HVD_WITH_NCCL=ON but nccl.h or libnccl was not found "
+                          "(set NCCL_INCLUDE_DIR and NCCL_LIBRARY)")
+    endif()
+  endif()
+endif()
+message(STATUS "horovodcpp GPU: CUDA=${HVD_HAVE_CUDA} NCCL=${HVD_HAVE_NCCL}")
+
+# hvd::init needs a CPU transport (the control plane). A build with neither
+# is only allowed for the GPU suites on a machine without MPI or Gloo
+# (scripts/gpu_tests.sh): their tests drive the NCCL backend directly.
+if(NOT HVD_HAVE_MPI AND NOT HVD_HAVE_GLOO AND NOT HVD_HAVE_NCCL)
   message(FATAL_ERROR "horovodcpp needs at least one CPU transport: install Open MPI "
                       "(libopenmpi-dev openmpi-bin) or Gloo (libgloo-dev), or run scripts/setup.sh")
 endif()
-message(STATUS "horovodcpp backends: MPI=${HVD_HAVE_MPI} Gloo=${HVD_HAVE_GLOO}")
+if(NOT HVD_HAVE_MPI AND NOT HVD_HAVE_GLOO)
+  message(WARNING "neither MPI nor Gloo: hvd::init() will fail; only the GPU suites are useful")
+endif()
 
 # Python bindings: the interpreter's development files, pybind11 and the
 # DLPack header (tensors cross into C++ as DLPack, so no framework headers).

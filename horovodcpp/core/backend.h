@@ -1,5 +1,5 @@
 // Backend: collectives on flat buffers. One implementation per communication
-// library (backend/mpi, later gloo and nccl); the core never knows which.
+// library (backend/mpi, backend/gloo, backend/nccl); the core never knows which.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +13,10 @@ struct BackendCapabilities {
   // True if allreduce Sum/Product of float16/bfloat16 accumulates in float32
   // and rounds once. If false, the core stages those through float32.
   bool half_reduction_in_float32 = false;
+  // True for device backends (NCCL): buffers are device memory and each
+  // call returns once its work is queued on the backend's CUDA stream, not
+  // when it has completed.
+  bool stream_ordered = false;
 };
 
 class Backend {

@@ -31,8 +31,9 @@ std::int64_t row_elements(const std::vector<std::int64_t>& shape) {
 }  // namespace
 
 CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topology,
-                                       Timeline* timeline)
+                                       Timeline* timeline, DeviceOperations* device)
     : backend_(backend),
+      device_(device),
       timeline_(timeline),
       topology_(topology),
       fusion_threshold_(static_cast<std::size_t>(
@@ -88,9 +89,11 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& respons
     std::vector<const TensorEntry*> members;
     for (std::size_t i : group) members.push_back(&entries[i]);
     try {
-      HVD_CHECK(members.front()->request.device.type == DeviceType::kCPU, InvalidArgument,
-                "fused allreduce: tensors on " << members.front()->request.device.str()
-                                                << " are not supported by this build");
+      if (members.front()->request.device.type == DeviceType::kCUDA) {
+        check_device_group(*runs[group.front()], *members.front());
+        device_->allreduce(members, contributors(*runs[group.front()]));
+        continue;  // device_ completes the Works
+      }
       allreduce(members, contributors(*runs[group.front()]));
       for (const TensorEntry* member : members) member->work->complete();
     } catch (...) {
@@ -124,12 +127,10 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
       entry.work->fail(make_error(response.error_kind, response.error_message));
       return;
     }
-    // Every rank agreed on the device, so every rank fails the same way here.
-    HVD_CHECK(entry.request.device.type == DeviceType::kCPU, InvalidArgument,
-              op_type_name(response.op_type)
-                  << " of tensor '" << response.name << "': tensors on "
-                  << entry.request.device.str()
-                  << " are not supported by this build (CPU tensors only)");
+    if (entry.request.device.type == DeviceType::kCUDA) {
+      execute_on_device(response, entry);
+      return;
+    }
     Tensor output;
     std::vector<std::int64_t> received_splits;
     const bool traced = tracing();
@@ -164,6 +165,33 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
     entry.work->complete(std::move(output), std::move(received_splits));
   } catch (...) {
     entry.work->fail(std::current_exception());
+  }
+}
+
+// Every rank agreed on the device type, so every rank fails alike here.
+void CollectiveExecutor::check_device_group(const Response& response,
+                                            const TensorEntry& first) const {
+  HVD_CHECK(device_ != nullptr, InvalidArgument,
+            op_type_name(response.op_type)
+                << " of tensor '" << response.name << "': tensors on "
+                << first.request.device.str()
+                << " need a build with NCCL and HOROVODCPP_GPU_OPERATIONS=nccl (staging CUDA "
+                   "tensors through MPI or Gloo is not implemented yet)");
+  HVD_CHECK(response.joined_ranks.empty(), InvalidArgument,
+            op_type_name(response.op_type) << " of tensor '" << response.name
+                                           << "': join() with CUDA tensors is not supported yet");
+}
+
+void CollectiveExecutor::execute_on_device(const Response& response, const TensorEntry& entry) {
+  check_device_group(response, entry);
+  switch (response.op_type) {
+    case OpType::kAllreduce: return device_->allreduce({&entry}, contributors(response));
+    case OpType::kBroadcast: return device_->broadcast(entry);
+    default:
+      HVD_THROW(InvalidArgument, op_type_name(response.op_type)
+                                     << " of tensor '" << response.name
+                                     << "': not supported yet for CUDA tensors (allreduce and "
+                                        "broadcast are)");
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/backend.h"
 #include "core/controller.h"
+#include "core/device_operations.h"
 #include "core/message.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
@@ -17,7 +18,10 @@ class CollectiveExecutor {
  public:
   // Reads HOROVODCPP_FUSION_THRESHOLD (bytes; 0 disables fusion).
   // `timeline` (may be null) receives each tensor's execution phases.
-  CollectiveExecutor(Backend& backend, const Topology& topology, Timeline* timeline = nullptr);
+  // `device` (may be null: CUDA tensors are refused) runs CUDA tensors'
+  // collectives; they complete asynchronously.
+  CollectiveExecutor(Backend& backend, const Topology& topology, Timeline* timeline = nullptr,
+                     DeviceOperations* device = nullptr);
 
   // Runs one cycle's agreed responses in order, taking their entries from
   // `queue`; allreduces that can share the fusion buffer run as one.
@@ -45,6 +49,10 @@ class CollectiveExecutor {
                   std::vector<std::int64_t>& received_splits);
   Tensor reducescatter(const TensorEntry& entry);
 
+  // A CUDA tensor's collective through device_ (its Work completes later).
+  void execute_on_device(const Response& response, const TensorEntry& entry);
+  void check_device_group(const Response& response, const TensorEntry& first) const;
+
   bool tracing() const { return timeline_ && timeline_->active(); }
   // One timeline event per tensor of `group` (when tracing).
   void trace(const std::vector<const TensorEntry*>& group, const std::string& phase,
@@ -52,6 +60,7 @@ class CollectiveExecutor {
   std::string op_event_name(OpType op_type) const;
 
   Backend& backend_;
+  DeviceOperations* device_;
   Timeline* timeline_;
   const Topology& topology_;
   std::size_t fusion_threshold_;

@@ -43,11 +43,11 @@ std::string shutdown_message(const std::vector<std::int32_t>& ranks) {
 }  // namespace
 
 Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
-                         Timeline* timeline, bool global_set)
+                         Timeline* timeline, bool global_set, DeviceOperations* device)
     : controller_(controller),
       queue_(queue),
       timeline_(timeline),
-      executor_(backend, controller.topology(), timeline),
+      executor_(backend, controller.topology(), timeline, device),
       table_(controller.topology().size),
       cycle_time_(read_cycle_time()),
       idle_spin_(read_idle_spin()) {

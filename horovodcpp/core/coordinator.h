@@ -28,9 +28,10 @@ class Coordinator {
   // and the autotune settings (rank 0 tunes; see autotuner.h).
   // `timeline` (rank 0; may be null) receives the trace events.
   // Only the global set's coordinator autotunes (`global_set`): one tuner
-  // and one log per job.
+  // and one log per job. `device` (may be null) runs CUDA tensors' collectives.
   Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
-              Timeline* timeline = nullptr, bool global_set = true);
+              Timeline* timeline = nullptr, bool global_set = true,
+              DeviceOperations* device = nullptr);
   ~Coordinator();  // stop() + join
 
   void start();

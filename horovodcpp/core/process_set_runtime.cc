@@ -75,9 +75,11 @@ std::string root_in_set(Request& request, const ProcessSet& set) {
 }  // namespace
 
 ProcessSetRuntime::ProcessSetRuntime(ProcessSet set, Transport transport, Timeline* timeline)
-    : set_(std::move(set)), transport_(std::move(transport)) {
+    : set_(std::move(set)),
+      transport_(std::move(transport)),
+      device_(create_device_operations(*transport_.controller, transport_.backend->name())) {
   coordinator_ = std::make_unique<Coordinator>(*transport_.controller, *transport_.backend, queue_,
-                                               timeline, set_.id() == 0);
+                                               timeline, set_.id() == 0, device_.get());
   coordinator_->start();
 }
 
@@ -116,7 +118,21 @@ TensorEntry ProcessSetRuntime::make_entry(Request request, const TensorView& inp
     if (request.error.empty()) request.error = root_error;
   }
 
-  return TensorEntry{std::move(request), input, output, std::make_shared<detail::WorkState>()};
+  TensorEntry entry;
+  if (input.device.type == DeviceType::kCUDA && device_ && request.error.empty()) {
+    // Marks what the caller's stream has queued so far; a failure travels
+    // with the request like the checks above.
+    try {
+      entry.ready_event = device_->record_ready(input);
+    } catch (const std::exception& e) {
+      request.error = e.what();
+    }
+  }
+  entry.request = std::move(request);
+  entry.input = input;
+  entry.output = output;
+  entry.work = std::make_shared<detail::WorkState>();
+  return entry;
 }
 
 std::vector<Work> ProcessSetRuntime::submit_group(const Request& request,

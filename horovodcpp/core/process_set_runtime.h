@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/coordinator.h"
+#include "core/device_operations.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
 #include "core/transport.h"
@@ -54,7 +55,8 @@ class ProcessSetRuntime {
 
   ProcessSet set_;
   Transport transport_;
-  TensorQueue queue_;
+  std::unique_ptr<DeviceOperations> device_;  // CUDA tensors; null if not built
+  TensorQueue queue_;  // after device_: entries hold its events
   std::unique_ptr<Coordinator> coordinator_;
   std::array<std::atomic<long long>, kNumOpTypes> unnamed_counts_{};  // per OpType
 };

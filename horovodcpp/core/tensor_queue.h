@@ -26,6 +26,9 @@ struct TensorEntry {
   TensorView input;
   TensorView output;  // allreduce output; equals input when in place
   std::shared_ptr<detail::WorkState> work;
+  // CUDA tensors: the event marking the input ready on input.stream
+  // (DeviceOperations::record_ready); null otherwise.
+  std::shared_ptr<void> ready_event;
   // When the user submitted it (the timeline's QUEUE phase).
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };

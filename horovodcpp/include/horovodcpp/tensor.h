@@ -17,6 +17,12 @@ struct TensorView {
   DataType dtype = DataType::kFloat32;
   std::vector<std::int64_t> shape;  // empty shape: a scalar
   Device device;
+  // CUDA tensors only: the cudaStream_t (as void*, so this header needs no
+  // CUDA) that produced the data; null is the legacy default stream.
+  // horovodcpp orders its reads after the work queued there so far, and
+  // orders the stream's later work after the result: no host
+  // synchronisation is needed on either side. Ignored for CPU tensors.
+  void* stream = nullptr;
 
   TensorView() = default;
   TensorView(void* data, DataType dtype, std::vector<std::int64_t> shape,

@@ -1,0 +1,62 @@
+#include "core/batched_copy_plan.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/reduction.h"
+
+namespace hvd {
+
+std::vector<CopyLaunch> plan_batched_copies(const std::vector<CopyTask>& tasks,
+                                            std::size_t element_size,
+                                            std::uint64_t max_task_elements) {
+  HVD_CHECK(max_task_elements > 0, InvalidArgument, "max_task_elements must be positive");
+  std::vector<CopyLaunch> launches;
+  auto add = [&](const CopyTask& task) {
+    if (launches.empty() || launches.back().num_tasks == kMaxCopyTasks) launches.emplace_back();
+    CopyLaunch& launch = launches.back();
+    launch.tasks[launch.num_tasks++] = task;
+    launch.max_count = std::max(launch.max_count, task.count);
+  };
+  for (const CopyTask& task : tasks) {
+    for (std::uint64_t done = 0; done < task.count; done += max_task_elements) {
+      const std::uint64_t bytes = done * element_size;
+      add({static_cast<const unsigned char*>(task.src) + bytes,
+           static_cast<unsigned char*>(task.dst) + bytes,
+           std::min(max_task_elements, task.count - done)});
+    }
+  }
+  return launches;
+}
+
+std::vector<CopyTask> pack_tasks(const std::vector<std::pair<const void*, std::uint64_t>>& pieces,
+                                 void* buffer, std::size_t element_size) {
+  std::vector<CopyTask> tasks;
+  std::uint64_t offset = 0;
+  for (const auto& [src, count] : pieces) {
+    tasks.push_back({src, static_cast<unsigned char*>(buffer) + offset * element_size, count});
+    offset += count;
+  }
+  return tasks;
+}
+
+std::vector<CopyTask> unpack_tasks(const void* buffer,
+                                   const std::vector<std::pair<void*, std::uint64_t>>& pieces,
+                                   std::size_t element_size) {
+  std::vector<CopyTask> tasks;
+  std::uint64_t offset = 0;
+  for (const auto& [dst, count] : pieces) {
+    tasks.push_back({static_cast<const unsigned char*>(buffer) + offset * element_size, dst, count});
+    offset += count;
+  }
+  return tasks;
+}
+
+void run_copy_launch_on_host(const CopyLaunch& launch, DataType dtype, CopyScale scale) {
+  for (int i = 0; i < launch.num_tasks; ++i) {
+    const CopyTask& task = launch.tasks[i];
+    scale_copy(dtype, task.src, task.dst, task.count, scale.divisor, scale.factor);
+  }
+}
+
+}  // namespace hvd

@@ -1,0 +1,16 @@
+// The device fusion buffer's copy kernel: one launch runs every task of a
+// CopyLaunch (up to 64 tensors), scaling on the way.
+#pragma once
+
+#include "core/batched_copy_plan.h"
+
+namespace hvd {
+
+// Queues `launch` on `stream` (a cudaStream_t) of the current device: every
+// element becomes src / divisor * factor, computed in double and rounded
+// once to `dtype` (integers: truncated toward zero and saturated; bool:
+// copied), as scale_copy does on the host. Throws BackendError if the
+// launch fails.
+void launch_batched_copy(const CopyLaunch& launch, DataType dtype, CopyScale scale, void* stream);
+
+}  // namespace hvd

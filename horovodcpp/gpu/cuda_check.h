@@ -1,0 +1,15 @@
+// HVD_CUDA_CHECK: each CUDA runtime call wrapped once; a failure throws
+// BackendError naming the call and CUDA's message.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "core/check.h"
+
+#define HVD_CUDA_CHECK(call)                                                          \
+  do {                                                                                \
+    const cudaError_t hvd_cuda_status_ = (call);                                      \
+    HVD_CHECK(hvd_cuda_status_ == cudaSuccess, ::hvd::BackendError,                   \
+              #call " failed: " << cudaGetErrorName(hvd_cuda_status_) << ": "         \
+                                << cudaGetErrorString(hvd_cuda_status_));             \
+  } while (0)

@@ -1,0 +1,63 @@
+#include "gpu/cuda_events.h"
+
+#include "gpu/cuda_check.h"
+
+namespace hvd {
+namespace {
+
+cudaEvent_t as_event(GpuEvents::Event event) { return static_cast<cudaEvent_t>(event); }
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+// Makes `device` current for a scope and restores the caller's device: the
+// user thread that submits a tensor keeps its own current device.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    HVD_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (device != previous_) HVD_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~DeviceScope() { cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+
+}  // namespace
+
+GpuEvents::Event CudaEvents::record(int device, void* stream) {
+  DeviceScope scope(device);  // an event belongs to the current device
+  cudaEvent_t event = nullptr;
+  HVD_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  const cudaError_t status = cudaEventRecord(event, as_stream(stream));
+  if (status != cudaSuccess) cudaEventDestroy(event);
+  HVD_CUDA_CHECK(status);
+  return event;
+}
+
+bool CudaEvents::done(Event event) {
+  const cudaError_t status = cudaEventQuery(as_event(event));
+  if (status == cudaErrorNotReady) return false;
+  HVD_CUDA_CHECK(status);
+  return true;
+}
+
+void CudaEvents::stream_wait(int device, void* stream, Event event) {
+  DeviceScope scope(device);
+  HVD_CUDA_CHECK(cudaStreamWaitEvent(as_stream(stream), as_event(event), 0));
+}
+
+void CudaEvents::release(Event event) { cudaEventDestroy(as_event(event)); }
+
+int cuda_device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();  // clear the "no driver" error
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+}  // namespace hvd

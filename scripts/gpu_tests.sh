@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Runs every GPU test on a machine with a CUDA device.
+#
+#   scripts/gpu_tests.sh prepare   # here (a machine with Debian's libgtest-dev)
+#   scripts/gpu_tests.sh           # on the GPU machine
+#
+# The lent GPU machines have CUDA 13, CMake and PyTorch 2.x but no MPI, no
+# Gloo, no GoogleTest and no internet. So:
+# - GoogleTest comes as source: `prepare` copies Debian's /usr/src/googletest
+#   (3.8 MB) into .gpu-deps/googletest (git-ignored); carry `.gpu-deps` to
+#   the GPU machine (the `run` tool's `carry`), where it is built first.
+# - NCCL: the CUDA toolkit's (nccl.h in CUDA's include directory), else the
+#   one PyTorch's wheels install (python3 -c 'import nvidia.nccl'). This
+#   machine's libnccl (208 MiB) is too big to carry.
+# - MPI is left out (HVD_WITH_MPI=OFF). Gloo is carried by `prepare` too
+#   (Debian 12's libgloo.so with libhiredis, libibverbs and libnl: about
+#   2 MB; they need GLIBC >= 2.34 and GLIBCXX >= 3.4.30 on the GPU machine)
+#   so hvd::init() works there: gpu_collective_tests (CUDA tensors through
+#   the API) and the Gloo CPU suites at 1 and 2 ranks run too. If those
+#   libraries do not load there (checked with ldd), or HVD_GPU_NO_GLOO=1,
+#   it builds without any CPU transport: gpu_tests still drives the NCCL
+#   backend, the copy kernel and the events directly, with ranks as
+#   threads (one GPU per rank), and needs no launcher.
+#
+# With the `run` device tool (from a session on the CPU machine):
+#   scripts/gpu_tests.sh prepare                       # here, once
+#   run(command="scripts/gpu_tests.sh", carry=[".gpu-deps"], timeout_s=600)
+# then read $OUT's logs (files_at). Building takes a few minutes on 16 cores.
+# HVD_GTEST_FROM_SOURCE=1 builds the carried GoogleTest even where one is
+# installed (to rehearse the GPU machine's path here).
+# Results: build/test logs and GoogleTest XML in $OUT (or build-gpu-device/).
+# Exit status: non-zero if any test failed, or if the GPU tests skipped
+# (no usable device: that is not a pass on a GPU machine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${HVD_GPU_BUILD_DIR:-$ROOT/build-gpu-device}
+DEPS=$ROOT/.gpu-deps
+
+if [[ "${1:-}" == prepare ]]; then
+  mkdir -p "$DEPS"
+  rm -rf "$DEPS/googletest"
+  cp -r /usr/src/googletest "$DEPS/googletest"
+  # Gloo (Debian 12's build needs GLIBC 2.34 and GLIBCXX 3.4.30 there) and
+  # the libraries it loads, laid out as a relocatable CMake prefix.
+  if [[ -f /usr/lib/libgloo.so ]]; then
+    rm -rf "$DEPS/gloo" && mkdir -p "$DEPS/gloo/lib" "$DEPS/gloo/include" "$DEPS/gloo/share/cmake"
+    cp -r /usr/include/gloo "$DEPS/gloo/include/"
+    cp -r /usr/share/cmake/Gloo "$DEPS/gloo/share/cmake/"
+    cp -L /usr/lib/libgloo.so* "$DEPS/gloo/lib/"  # files, not links: carried as they are
+    for lib in $(ldd /usr/lib/libgloo.so.0 | awk '/=> \// {print $3}' | grep -E 'hiredis|ibverbs|libnl'); do
+      cp -L "$lib" "$DEPS/gloo/lib/"
+    done
+  fi
+  echo "prepared $DEPS (carry it to the GPU machine): $(du -sh "$DEPS" | cut -f1)"
+  exit 0
+fi
+
+RESULTS=${OUT:-$BUILD}
+mkdir -p "$BUILD" "$RESULTS"
+JOBS=$(nproc)
+log() { echo "== $*"; }
+
+log "device"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true
+command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+nvcc --version | tail -1
+
+# GoogleTest: installed, else built from the carried source.
+GTEST_PREFIX=$BUILD/googletest-install
+installed_gtest() {
+  local dir
+  for dir in /usr/lib/cmake/GTest /usr/lib/*/cmake/GTest /usr/local/lib*/cmake/GTest; do
+    [[ -d $dir ]] && return 0
+  done
+  return 1
+}
+if [[ ! -d $GTEST_PREFIX ]] && { [[ -n ${HVD_GTEST_FROM_SOURCE:-} ]] || ! installed_gtest; }; then
+  [[ -d $DEPS/googletest ]] || { echo "no GoogleTest: run 'scripts/gpu_tests.sh prepare' and carry .gpu-deps"; exit 2; }
+  log "building GoogleTest from $DEPS/googletest"
+  cmake -S "$DEPS/googletest" -B "$BUILD/googletest-build" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX="$GTEST_PREFIX" -DBUILD_GMOCK=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON >/dev/null
+  cmake --build "$BUILD/googletest-build" -j "$JOBS" >/dev/null
+  cmake --install "$BUILD/googletest-build" >/dev/null
+fi
+
+# NCCL: the toolkit's, else PyTorch's wheel.
+NCCL_ARGS=()
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+if [[ ! -f $CUDA_HOME/include/nccl.h ]]; then
+  NCCL_DIR=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) if nvidia.nccl.__file__ else list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)
+  NCCL_LIB=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1 || true)
+  [[ -n $NCCL_LIB && -f $NCCL_DIR/include/nccl.h ]] || { echo "no NCCL found (CUDA toolkit or PyTorch's nvidia.nccl)"; exit 2; }
+  log "NCCL from $NCCL_DIR"
+  NCCL_ARGS=(-DNCCL_INCLUDE_DIR="$NCCL_DIR/include" -DNCCL_LIBRARY="$NCCL_LIB")
+  export LD_LIBRARY_PATH=$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}
+fi
+
+# Gloo: carried by `prepare` (then hvd::init works and the CPU suites run
+# too), else left out.
+GLOO_ARGS=(-DHVD_WITH_GLOO=OFF)
+if [[ -f $DEPS/gloo/lib/libgloo.so && -z ${HVD_GPU_NO_GLOO:-} ]]; then
+  missing=$(LD_LIBRARY_PATH=$DEPS/gloo/lib:${LD_LIBRARY_PATH:-} ldd "$DEPS/gloo/lib/libgloo.so.0" 2>&1 \
+            | grep "not found" || true)
+  if [[ -n $missing ]]; then
+    echo "the carried Gloo does not load here, building without it:"
+    echo "$missing"
+  else
+    GLOO_ARGS=(-DHVD_WITH_GLOO=ON -DGloo_DIR="$DEPS/gloo/share/cmake/Gloo")
+    export LD_LIBRARY_PATH=$DEPS/gloo/lib:${LD_LIBRARY_PATH:-}
+  fi
+fi
+
+log "configure"
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+  -DHVD_WITH_CUDA=ON -DHVD_WITH_NCCL=ON -DHVD_WITH_MPI=OFF "${GLOO_ARGS[@]}" \
+  -DHVD_WITH_PYTHON=OFF -DHVD_BUILD_EXAMPLES=OFF -DHVD_BUILD_BENCHMARKS=OFF \
+  -DCMAKE_PREFIX_PATH="$GTEST_PREFIX" "${NCCL_ARGS[@]}" >"$RESULTS/configure.log" 2>&1 \
+  || { tail -30 "$RESULTS/configure.log"; exit 1; }
+grep "horovodcpp" "$RESULTS/configure.log" || true
+
+log "build"
+cmake --build "$BUILD" --target gpu_tests unit_tests -j "$JOBS" >"$RESULTS/build.log" 2>&1 \
+  || { grep -E "error" -A3 "$RESULTS/build.log" | head -60; exit 1; }
+
+status=0
+log "unit tests (CPU parts of the GPU work)"
+"$BUILD/test/unit_tests" --gtest_filter='GpuOperations*:BatchedCopyPlan*:CompletionPoller*:DeviceRouting*' \
+  --gtest_output=xml:"$RESULTS/unit_tests.xml" || status=1
+log "GPU tests"
+set +e
+NCCL_DEBUG=${NCCL_DEBUG:-WARN} "$BUILD/test/gpu_tests" --gtest_output=xml:"$RESULTS/gpu_tests.xml" 2>&1 \
+  | tee "$RESULTS/gpu_tests.log"
+gpu_status=${PIPESTATUS[0]}
+set -e
+if [[ $gpu_status == 77 ]]; then
+  echo "GPU tests SKIPPED: no usable CUDA device (see the reason above)"
+  status=1
+elif [[ $gpu_status != 0 ]]; then
+  status=1
+fi
+if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON ]]; then
+  log "CUDA tensors through hvd::init (one rank, Gloo control plane)"
+  cmake --build "$BUILD" --target gpu_collective_tests -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
+  set +e
+  NCCL_DEBUG=${NCCL_DEBUG:-WARN} "$BUILD/test/gpu_collective_tests" \
+    --gtest_output=xml:"$RESULTS/gpu_collective_tests.xml" 2>&1 | tee "$RESULTS/gpu_collective_tests.log"
+  [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+  set -e
+  # Two ranks need two GPUs (NCCL: one rank per GPU).
+  if (( $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') >= 2 )); then
+    log "CUDA tensors through hvd::init at 2 ranks (hvdrun --gloo)"
+    cmake --build "$BUILD" --target hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
+    "$BUILD/runner/hvdrun" -np 2 --gloo "$BUILD/test/gpu_collective_tests" \
+      >"$RESULTS/gpu_collective_tests_np2.log" 2>&1 || status=1
+    tail -5 "$RESULTS/gpu_collective_tests_np2.log"
+  fi
+fi
+if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON && -z ${HVD_GPU_SKIP_CPU_SUITES:-} ]]; then
+  log "CPU suites over the carried Gloo (1 and 2 ranks)"
+  cmake --build "$BUILD" --target collective_tests hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
+  (cd "$BUILD" && ctest -R 'collective_tests_gloo_np[12]$' --output-on-failure) \
+    >"$RESULTS/cpu_suites.log" 2>&1 || status=1
+  tail -5 "$RESULTS/cpu_suites.log"
+fi
+log "done: $([[ $status == 0 ]] && echo PASSED || echo FAILED)"
+exit $status

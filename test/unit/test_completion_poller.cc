@@ -1,0 +1,149 @@
+// CompletionPoller with fake events: callbacks fire once the event is done,
+// on the poller's thread; health-check errors and shutdown fail what is pending.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/completion_poller.h"
+#include "horovodcpp/errors.h"
+
+namespace hvd {
+namespace {
+
+// Events are integers; the test marks them done.
+class FakeEvents : public GpuEvents {
+ public:
+  Event record(int, void* stream) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    recorded_on_[next_] = stream;
+    return reinterpret_cast<Event>(next_++);
+  }
+  bool done(Event event) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return completed_.count(id(event)) > 0;
+  }
+  void stream_wait(int, void* stream, Event event) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waits_.insert({stream, id(event)});
+  }
+  void release(Event event) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_.insert(id(event));
+  }
+  void complete(Event event) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    completed_.insert(id(event));
+  }
+  std::size_t released() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return released_.size();
+  }
+
+ private:
+  static std::intptr_t id(Event e) { return reinterpret_cast<std::intptr_t>(e); }
+  std::mutex mutex_;
+  std::intptr_t next_ = 1;
+  std::map<std::intptr_t, void*> recorded_on_;
+  std::set<std::intptr_t> completed_, released_;
+  std::set<std::pair<void*, std::intptr_t>> waits_;
+};
+
+template <typename Pred>
+bool eventually(Pred pred) {
+  for (int i = 0; i < 2000 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return pred();
+}
+
+TEST(CompletionPoller, CallsBackOnlyAfterTheEventCompletes) {
+  FakeEvents events;
+  CompletionPoller poller(events);
+  std::atomic<int> calls{0};
+  std::thread::id caller;
+  auto e1 = events.record(0, nullptr), e2 = events.record(0, nullptr);
+  poller.watch(e1, [&](std::exception_ptr error) {
+    EXPECT_FALSE(error);
+    caller = std::this_thread::get_id();
+    ++calls;
+  });
+  poller.watch(e2, [&](std::exception_ptr error) { EXPECT_FALSE(error); calls += 10; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(calls, 0);
+  events.complete(e2);  // out of order: a second stream may finish first
+  EXPECT_TRUE(eventually([&] { return calls == 10; }));
+  events.complete(e1);
+  EXPECT_TRUE(eventually([&] { return calls == 11; }));
+  EXPECT_NE(caller, std::this_thread::get_id());
+  EXPECT_TRUE(eventually([&] { return poller.pending() == 0 && events.released() == 2; }));
+}
+
+TEST(CompletionPoller, HealthCheckErrorFailsEveryPendingEvent) {
+  FakeEvents events;
+  std::atomic<bool> broken{false};
+  CompletionPoller poller(events, [&](std::chrono::steady_clock::duration) {
+    if (broken) throw BackendError("NCCL reported an asynchronous error: remote process exited");
+  });
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 3; ++i) {
+    poller.watch(events.record(0, nullptr), [&](std::exception_ptr error) {
+      ASSERT_TRUE(error);
+      try {
+        std::rethrow_exception(error);
+      } catch (const BackendError& e) {
+        EXPECT_NE(std::string(e.what()).find("remote process exited"), std::string::npos);
+        ++failures;
+      }
+    });
+  }
+  broken = true;
+  EXPECT_TRUE(eventually([&] { return failures == 3; }));
+  EXPECT_EQ(events.released(), 3u);
+}
+
+TEST(CompletionPoller, HealthCheckSeesHowLongTheOldestWaited) {
+  FakeEvents events;
+  std::atomic<bool> timed_out{false};
+  CompletionPoller poller(events, [&](std::chrono::steady_clock::duration oldest) {
+    if (oldest > std::chrono::milliseconds(30)) throw Timeout("waited too long");
+  });
+  poller.watch(events.record(0, nullptr), [&](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const Timeout&) {
+      timed_out = true;
+    }
+  });
+  EXPECT_TRUE(eventually([&] { return timed_out.load(); }));
+}
+
+TEST(CompletionPoller, ShutdownFailsWhatIsPending) {
+  FakeEvents events;
+  std::exception_ptr seen;
+  {
+    CompletionPoller poller(events);
+    poller.watch(events.record(0, nullptr), [&](std::exception_ptr error) { seen = error; });
+  }
+  ASSERT_TRUE(seen);
+  EXPECT_THROW(std::rethrow_exception(seen), RankFailure);
+  EXPECT_EQ(events.released(), 1u);
+}
+
+TEST(CompletionPoller, CallbackMayWatchAnotherEvent) {
+  FakeEvents events;
+  CompletionPoller poller(events);
+  auto first = events.record(0, nullptr), second = events.record(0, nullptr);
+  std::atomic<bool> second_done{false};
+  poller.watch(first, [&](std::exception_ptr) {
+    poller.watch(second, [&](std::exception_ptr) { second_done = true; });
+  });
+  events.complete(first);
+  events.complete(second);
+  EXPECT_TRUE(eventually([&] { return second_done.load(); }));
+}
+
+}  // namespace
+}  // namespace hvd

@@ -336,7 +336,7 @@ Environment read by the ranks (each HOROVODCPP_X may also be given as
 Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
   HOROVODCPP_CYCLE_TIME             ms an idle rank waits before a negotiation cycle
                                     (default 1; submissions start one at once)
-  HOROVODCPP_IDLE_SPIN_MICROSECONDS us an idle rank polls before sleeping (default 50)
+  HOROVODCPP_IDLE_SPIN_MICROSECONDS us an idle rank polls before sleeping (default 0)
   HOROVODCPP_LOG_LEVEL              trace|debug|info|warning|error (default warning)
   HOROVODCPP_CPU_OPERATIONS         transport: mpi or gloo (alias
     (or HOROVODCPP_CONTROLLER)      HOROVOD_CPU_OPERATIONS / HOROVOD_CONTROLLER)

@@ -2,7 +2,6 @@
 // thread (value or error), waited on by user threads.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -34,7 +33,6 @@ class WorkState {
   mutable std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;
-  std::atomic<bool> done_flag_{false};  // done_, readable without the lock (for spinning)
   std::exception_ptr error_;
   Tensor output_;
   std::vector<std::int64_t> received_splits_;

@@ -10,6 +10,9 @@
 #include "backend/mpi/mpi_context.h"
 #include "backend/mpi/mpi_controller.h"
 #endif
+#if HVD_HAVE_SHM
+#include "backend/shm/shm_backend.h"
+#endif
 #if HVD_HAVE_GLOO
 #include "backend/gloo/gloo_backend.h"
 #include "backend/gloo/gloo_context.h"
@@ -32,6 +35,10 @@ Transport create_transport_with() {
   Transport transport;
   transport.controller = std::make_unique<ControllerType>(context);
   transport.backend = std::make_unique<BackendType>(context);
+#if HVD_HAVE_SHM
+  // All ranks on this host: collectives through shared memory (HOROVODCPP_SHM).
+  transport.backend = maybe_use_shm(std::move(transport.backend), *transport.controller);
+#endif
   return transport;
 }
 

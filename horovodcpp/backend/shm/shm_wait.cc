@@ -1,0 +1,102 @@
+#include "backend/shm/shm_wait.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace hvd {
+namespace shm {
+namespace {
+
+constexpr std::uint32_t kSpins = 2000;           // about 20-100 us of pause
+constexpr auto kYieldFor = std::chrono::microseconds(500);
+constexpr auto kFirstSleep = std::chrono::microseconds(20);
+constexpr auto kMaxSleep = std::chrono::milliseconds(1);
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Fields of /proc/PID/stat: the state (field 3) and the start time (field
+// 22). The command name (field 2) may hold spaces and parentheses, so
+// parsing starts after its last ')'.
+bool read_stat(std::int64_t pid, char* state, std::uint64_t* start_time) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(file, text)) return false;
+  const std::size_t end_of_name = text.rfind(')');
+  if (end_of_name == std::string::npos) return false;
+  std::istringstream fields(text.substr(end_of_name + 1));
+  std::string skip;
+  fields >> *state;
+  for (int field = 4; field < 22; ++field) fields >> skip;
+  fields >> *start_time;
+  return static_cast<bool>(fields);
+}
+
+}  // namespace
+
+ProcessId this_process() {
+  ProcessId id;
+  id.pid = ::getpid();
+  char state = 0;
+  if (!read_stat(id.pid, &state, &id.start_time)) id.start_time = 0;  // no /proc: pid only
+  return id;
+}
+
+bool process_alive(const ProcessId& process) {
+  if (::kill(static_cast<pid_t>(process.pid), 0) != 0 && errno == ESRCH) return false;
+  char state = 0;
+  std::uint64_t start_time = 0;
+  if (!read_stat(process.pid, &state, &start_time)) {
+    // No /proc entry: gone between the two calls, or no /proc at all.
+    return ::kill(static_cast<pid_t>(process.pid), 0) == 0 || errno != ESRCH;
+  }
+  if (state == 'Z' || state == 'X') return false;  // dead, not yet reaped
+  return process.start_time == 0 || start_time == process.start_time;
+}
+
+bool Backoff::wait() {
+  const Clock::time_point now = Clock::now();
+  if (!waiting_) {
+    waiting_ = true;
+    spins_ = 0;
+    sleep_ = std::chrono::microseconds(0);
+    start_ = now;
+    next_check_ = now + policy_.check_interval;
+  }
+  if (policy_.spin && spins_ < kSpins) {
+    ++spins_;
+    for (int i = 0; i < 8; ++i) cpu_relax();
+  } else if (now - start_ < kYieldFor) {
+    sched_yield();  // a peer waiting for this core runs now
+  } else {
+    sleep_ = sleep_.count() == 0 ? kFirstSleep : std::min(sleep_ * 2, std::chrono::microseconds(kMaxSleep));
+    std::this_thread::sleep_for(sleep_);
+  }
+  if (now < next_check_) return false;
+  next_check_ = now + policy_.check_interval;
+  return true;
+}
+
+std::chrono::nanoseconds Backoff::waited() const {
+  if (!waiting_) return std::chrono::nanoseconds(0);
+  return Clock::now() - start_;
+}
+
+}  // namespace shm
+}  // namespace hvd

@@ -35,11 +35,13 @@ inline pid_t spawn_rank(const std::string& self, const std::vector<std::string>&
     if (entry.rfind("HOROVODCPP_", 0) == 0 || entry.rfind("HOROVOD_", 0) == 0) continue;
     env_strings.push_back(entry);
   }
-  std::vector<std::pair<std::string, std::string>> all = {
-      {"RANK", std::to_string(rank)},  {"SIZE", std::to_string(ranks)},
-      {"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_SIZE", std::to_string(ranks)},
-      {"CROSS_RANK", "0"},            {"CROSS_SIZE", "1"},
-      {"GLOO_FILE_STORE", store}};
+  std::vector<std::pair<std::string, std::string>> all = {{"RANK", std::to_string(rank)},
+                                                          {"SIZE", std::to_string(ranks)},
+                                                          {"LOCAL_RANK", std::to_string(rank)},
+                                                          {"LOCAL_SIZE", std::to_string(ranks)},
+                                                          {"CROSS_RANK", "0"},
+                                                          {"CROSS_SIZE", "1"},
+                                                          {"GLOO_FILE_STORE", store}};
   all.insert(all.end(), settings.begin(), settings.end());
   for (const auto& [name, value] : all) env_strings.push_back("HOROVODCPP_" + name + "=" + value);
   std::vector<char*> envp;

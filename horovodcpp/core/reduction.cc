@@ -274,8 +274,8 @@ struct HalfF16c : Half {
 #endif
 
 template <typename Elem, typename Op>
-[[gnu::always_inline]] inline void many_kernel(void* dst, const void* const* srcs,
-                                               std::size_t n, std::size_t count) {
+[[gnu::always_inline]] inline void many_kernel(void* dst, const void* const* srcs, std::size_t n,
+                                               std::size_t count) {
   using Raw = typename Elem::Raw;
   using Compute = typename Elem::Compute;
   Raw* out = static_cast<Raw*>(dst);
@@ -528,8 +528,8 @@ void reduce_many(DataType dtype, ReduceOp op, void* dst, const void* const* srcs
   run_many(dtype, op, dst, srcs, n, count, avx2);
 }
 
-void detail::reduce_many_portable(DataType dtype, ReduceOp op, void* dst,
-                                  const void* const* srcs, std::size_t n, std::size_t count) {
+void detail::reduce_many_portable(DataType dtype, ReduceOp op, void* dst, const void* const* srcs,
+                                  std::size_t n, std::size_t count) {
   run_many(dtype, op, dst, srcs, n, count, /*avx2=*/false);
 }
 

@@ -483,9 +483,9 @@ TEST_P(FaultTest, SurvivorsThrowWithinTimeout) {
   const std::string store = temp_directory();
   std::vector<pid_t> pids;
   for (int r = 0; r < kFaultRanks; ++r) {
-    pids.push_back(fault_subjob::spawn_rank(
-        g_self, {"--gloo-fault-child", scenario}, r, kFaultRanks, store,
-        {{"GLOO_TIMEOUT_SECONDS", std::to_string(kFaultTimeoutSeconds)}}));
+    pids.push_back(
+        fault_subjob::spawn_rank(g_self, {"--gloo-fault-child", scenario}, r, kFaultRanks, store,
+                                 {{"GLOO_TIMEOUT_SECONDS", std::to_string(kFaultTimeoutSeconds)}}));
   }
   for (pid_t pid : pids) ASSERT_GT(pid, 0) << "fork failed";
   // The survivors must be done well within the timeout plus set-up time.

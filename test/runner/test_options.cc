@@ -121,7 +121,8 @@ TEST(Options, HelpListsEveryFlagAndSetting) {
         "--timeline-filename", "--log-level", "--config-file", "--remote-shell", "--help",
         "--autotune", "--autotune-log-file", "HOROVODCPP_AUTOTUNE", "HOROVODCPP_CACHE_CAPACITY",
         "HOROVODCPP_CYCLE_TIME", "HOROVODCPP_LOG_LEVEL", "HOROVODCPP_CPU_OPERATIONS",
-        "HOROVODCPP_CONTROLLER", "HOROVODCPP_GLOO_TIMEOUT_SECONDS", "HOROVODCPP_GLOO_IFACE",
+        "HOROVODCPP_CONTROLLER", "HOROVODCPP_SHM", "HOROVODCPP_SHM_TIMEOUT_SECONDS",
+        "HOROVODCPP_SHM_SLOT_BYTES", "HOROVODCPP_GLOO_TIMEOUT_SECONDS", "HOROVODCPP_GLOO_IFACE",
         "HVDRUN_REMOTE_SHELL", "HOROVOD_", "SLURM_JOB_NODELIST", "PBS_NODEFILE"}) {
     EXPECT_NE(help.find(word), std::string::npos) << word;
   }

@@ -26,8 +26,8 @@
 
 #include "backend/shm/shm_backend.h"
 #include "backend_conformance.h"
-#include "fault_subjob.h"
 #include "core/env.h"
+#include "fault_subjob.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 
@@ -160,7 +160,8 @@ TEST(ShmBackendTest, HalfSumRoundsOnce) {
   std::vector<float16_t> values(100, float16_t(topology().rank == 0 ? 1.0f : 0.00048828125f));
   g_small->allreduce(values.data(), values.size(), DataType::kFloat16, ReduceOp::kSum);
   const float exact = 1.0f + 0.00048828125f * static_cast<float>(topology().size - 1);
-  for (const float16_t& v : values) EXPECT_EQ(static_cast<float>(v), static_cast<float>(float16_t(exact)));
+  for (const float16_t& v : values)
+    EXPECT_EQ(static_cast<float>(v), static_cast<float>(float16_t(exact)));
 }
 
 // ---- Data movement
@@ -323,8 +324,7 @@ TEST_P(FaultTest, SurvivorsThrowNamingTheRank) {
   EXPECT_FALSE(in_dev_shm(segment)) << segment << " left in /dev/shm";
 }
 
-INSTANTIATE_TEST_SUITE_P(Scenarios, FaultTest,
-                         ::testing::Values("kill_before", "kill_mid", "hang"),
+INSTANTIATE_TEST_SUITE_P(Scenarios, FaultTest, ::testing::Values("kill_before", "kill_mid", "hang"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });
@@ -344,14 +344,13 @@ int main(int argc, char** argv) {
   try {
     // The plain transport: this suite wraps its backend itself.
     setenv("HOROVODCPP_SHM", "0", 1);
-    const std::string name = hvd::env_setting("CPU_OPERATIONS").value_or(
-        hvd::available_transports().front());
+    const std::string name =
+        hvd::env_setting("CPU_OPERATIONS").value_or(hvd::available_transports().front());
     hvd::g_transport_name = name;
     hvd::g_transport = hvd::create_transport(name);
     rank = hvd::g_transport.controller->topology().rank;
-    hvd::g_small = std::make_unique<hvd::ShmBackend>(std::move(hvd::g_transport.backend),
-                                                     *hvd::g_transport.controller,
-                                                     hvd::small_slots());
+    hvd::g_small = std::make_unique<hvd::ShmBackend>(
+        std::move(hvd::g_transport.backend), *hvd::g_transport.controller, hvd::small_slots());
     hvd::g_default = std::make_unique<hvd::ShmBackend>(hvd::create_transport(name).backend,
                                                        *hvd::g_transport.controller);
   } catch (const std::exception& e) {

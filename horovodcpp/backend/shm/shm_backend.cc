@@ -65,12 +65,12 @@ ShmOptions ShmOptions::from_environment() {
   const double seconds = env_double("SHM_TIMEOUT_SECONDS", 30.0);
   HVD_CHECK(seconds > 0, InvalidArgument,
             "HOROVODCPP_SHM_TIMEOUT_SECONDS must be positive, got " << seconds);
-  options.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(seconds));
+  options.timeout =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
   const long long slot = env_int("SHM_SLOT_BYTES", static_cast<long long>(options.slot_bytes));
-  HVD_CHECK(slot >= 4096 && slot <= (1LL << 30) && slot % 4096 == 0, InvalidArgument,
-            "HOROVODCPP_SHM_SLOT_BYTES must be a multiple of 4096 between 4 KiB and 1 GiB, got "
-                << slot);
+  HVD_CHECK(
+      slot >= 4096 && slot <= (1LL << 30) && slot % 4096 == 0, InvalidArgument,
+      "HOROVODCPP_SHM_SLOT_BYTES must be a multiple of 4096 between 4 KiB and 1 GiB, got " << slot);
   options.slot_bytes = static_cast<std::size_t>(slot);
   return options;
 }
@@ -83,7 +83,8 @@ ShmBackend::ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
   rank_ = topology.rank;
   size_ = topology.size;
   HVD_CHECK(topology.local_size == topology.size, InvalidArgument,
-            "shm: the ranks span " << topology.cross_size << " hosts; the shared-memory path "
+            "shm: the ranks span " << topology.cross_size
+                                   << " hosts; the shared-memory path "
                                       "needs all of them on one");
 
   // Rank 0 creates the segment and broadcasts its name and geometry (rank
@@ -95,8 +96,8 @@ ShmBackend::ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
     shm::Geometry geometry{size_, options.slot_bytes, options.stages};
     try {
       segment_ = shm::ShmSegment::create(name, geometry);
-      message = name + " " + std::to_string(options.slot_bytes) + " " +
-                std::to_string(options.stages);
+      message =
+          name + " " + std::to_string(options.slot_bytes) + " " + std::to_string(options.stages);
     } catch (const Error& e) {
       message = std::string("!") + e.what();
     }
@@ -183,8 +184,8 @@ void ShmBackend::reducescatter(void* buffer, void* output, const std::vector<std
     if (r == rank_) my_offset = total;
     total += counts[r];
   }
-  reduce_chunks("reducescatter", static_cast<unsigned char*>(buffer), total, dtype, op,
-                my_offset, my_offset + counts[rank_], static_cast<unsigned char*>(output));
+  reduce_chunks("reducescatter", static_cast<unsigned char*>(buffer), total, dtype, op, my_offset,
+                my_offset + counts[rank_], static_cast<unsigned char*>(output));
 }
 
 void ShmBackend::reduce_chunks(const char* what, unsigned char* buffer, std::size_t count,
@@ -213,8 +214,8 @@ void ShmBackend::reduce_chunks(const char* what, unsigned char* buffer, std::siz
     const std::size_t m = length(c), lo = share(m, rank_), hi = share(m, rank_ + 1);
     if (hi == lo) return;
     for (int r = 0; r < size; ++r) {
-      sources_[r] = r == rank_ ? buffer + (c * chunk + lo) * element
-                               : segment_.slot(stage, r) + lo * element;
+      sources_[r] =
+          r == rank_ ? buffer + (c * chunk + lo) * element : segment_.slot(stage, r) + lo * element;
     }
     reduce_many(dtype, op, segment_.slot(stage, rank_) + lo * element, sources_.data(),
                 sources_.size(), hi - lo);
@@ -250,12 +251,13 @@ void ShmBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int 
   auto drain = [&](std::uint64_t c, int stage) {
     if (rank_ != root) std::memcpy(bytes + c * chunk, segment_.slot(stage, 0), length(c));
   };
-  pipeline_->run("broadcast", chunks_of(total, chunk), /*reduces=*/false, fill,
-                 [](std::uint64_t, int) {}, drain);
+  pipeline_->run(
+      "broadcast", chunks_of(total, chunk), /*reduces=*/false, fill, [](std::uint64_t, int) {},
+      drain);
 }
 
-void ShmBackend::allgatherv(const void* input, void* output,
-                            const std::vector<std::size_t>& counts, DataType dtype) {
+void ShmBackend::allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
+                            DataType dtype) {
   check_dtype(dtype);
   HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(size_), InvalidArgument,
                "allgatherv needs one count per rank");
@@ -263,7 +265,8 @@ void ShmBackend::allgatherv(const void* input, void* output,
   const std::size_t element = dtype_size(dtype);
   auto* out = static_cast<unsigned char*>(output);
   const auto* in = static_cast<const unsigned char*>(input);
-  std::vector<std::size_t> offsets(size_ + 1, 0);  // bytes
+  std::vector<std::size_t>& offsets = offsets_;  // bytes
+  offsets.assign(size_ + 1, 0);
   std::size_t largest = 0;
   for (int r = 0; r < size_; ++r) {
     offsets[r + 1] = offsets[r] + counts[r] * element;
@@ -287,8 +290,9 @@ void ShmBackend::allgatherv(const void* input, void* output,
       std::memcpy(out + offsets[r] + c * slot, segment_.slot(stage, r), bytes);
     }
   };
-  pipeline_->run("allgatherv", chunks_of(largest, slot), /*reduces=*/false, fill,
-                 [](std::uint64_t, int) {}, drain);
+  pipeline_->run(
+      "allgatherv", chunks_of(largest, slot), /*reduces=*/false, fill, [](std::uint64_t, int) {},
+      drain);
 }
 
 void ShmBackend::alltoallv(const void* input, const std::vector<std::size_t>& send_counts,

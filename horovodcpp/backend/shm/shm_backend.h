@@ -71,8 +71,7 @@ class ShmBackend : public Backend {
   // Reduces `count` elements of `buffer` across ranks; each rank's drain
   // copies the elements in [keep_begin, keep_end) to out + (i - keep_begin).
   void reduce_chunks(const char* what, unsigned char* buffer, std::size_t count, DataType dtype,
-                     ReduceOp op, std::size_t keep_begin, std::size_t keep_end,
-                     unsigned char* out);
+                     ReduceOp op, std::size_t keep_begin, std::size_t keep_end, unsigned char* out);
 
   std::unique_ptr<Backend> inner_;
   int rank_ = 0;
@@ -80,7 +79,10 @@ class ShmBackend : public Backend {
   std::string segment_name_;
   shm::ShmSegment segment_;
   std::unique_ptr<shm::ChunkPipeline> pipeline_;
-  std::vector<const void*> sources_;  // reduce_many's inputs, kept to avoid allocations
+  // Per-call scratch, kept to avoid allocations: reduce_many's inputs and
+  // allgatherv's byte offsets.
+  std::vector<const void*> sources_;
+  std::vector<std::size_t> offsets_;
 };
 
 // The transport hook: wraps `backend` in a ShmBackend when the job has more

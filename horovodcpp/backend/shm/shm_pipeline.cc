@@ -13,7 +13,10 @@ ChunkPipeline::ChunkPipeline(const ShmSegment& segment, int rank, WaitPolicy pol
       rank_(rank),
       ranks_(segment.geometry().ranks),
       stages_(static_cast<std::uint64_t>(segment.geometry().stages)),
-      policy_(policy) {}
+      policy_(policy),
+      watched_(static_cast<std::size_t>(ranks_)) {
+  for (int r = 0; r < ranks_; ++r) watched_[r] = process_alive(segment.record(r).process);
+}
 
 bool ChunkPipeline::all_at_least(Counter counter, std::uint64_t value) const {
   for (int r = 0; r < ranks_; ++r) {
@@ -30,8 +33,9 @@ void ChunkPipeline::publish(Counter counter, std::uint64_t value) const {
 
 void ChunkPipeline::check_usable(const char* what) const {
   HVD_CHECK(!broken_, RankFailure,
-            "shm " << what << ": the shared-memory path failed in an earlier collective; the "
-                             "ranks are no longer in step");
+            "shm " << what
+                   << ": the shared-memory path failed in an earlier collective; the "
+                      "ranks are no longer in step");
 }
 
 void ChunkPipeline::give_up(const char* reason) {
@@ -55,10 +59,10 @@ void ChunkPipeline::check_peers(const char* what, Counter counter, std::uint64_t
   for (int r = 0; r < ranks_; ++r) {
     const RankRecord& record = segment_.record(r);
     if (record.counters[counter].value.load(std::memory_order_acquire) >= needed) continue;
-    HVD_CHECK(process_alive(record.process), RankFailure,
+    HVD_CHECK(!watched_[r] || process_alive(record.process), RankFailure,
               "shm " << what << ": rank " << r << " (pid " << record.process.pid
-                     << ") died; this rank waited for it to have " << kSteps[counter]
-                     << " chunk " << chunk << " of " << chunks);
+                     << ") died; this rank waited for it to have " << kSteps[counter] << " chunk "
+                     << chunk << " of " << chunks);
     behind << (behind.tellp() > 0 ? ", " : "") << r;
   }
   const Header& header = segment_.header();
@@ -70,9 +74,10 @@ void ChunkPipeline::check_peers(const char* what, Counter counter, std::uint64_t
                                   << (told ? header.failed_reason : "(no reason yet)"));
   }
   HVD_CHECK(!backoff.expired(), RankFailure,
-            "shm " << what << ": " << (behind.str().find(',') == std::string::npos ? "rank " : "ranks ")
-                   << behind.str() << " did not get chunk " << chunk << " of " << chunks
-                   << " " << kSteps[counter] << " within "
+            "shm " << what << ": "
+                   << (behind.str().find(',') == std::string::npos ? "rank " : "ranks ")
+                   << behind.str() << " did not get chunk " << chunk << " of " << chunks << " "
+                   << kSteps[counter] << " within "
                    << std::chrono::duration<double>(policy_.timeout).count()
                    << " s (HOROVODCPP_SHM_TIMEOUT_SECONDS)");
 }

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <vector>
 
 #include "backend/shm/shm_segment.h"
 #include "backend/shm/shm_wait.h"
@@ -25,6 +26,7 @@ namespace shm {
 
 class ChunkPipeline {
  public:
+  // Every rank's record must hold its process identity by now.
   ChunkPipeline(const ShmSegment& segment, int rank, WaitPolicy policy);
 
   // fill(chunk, stage), reduce(chunk, stage), drain(chunk, stage); chunks
@@ -54,6 +56,9 @@ class ChunkPipeline {
   const int ranks_;
   const std::uint64_t stages_;
   const WaitPolicy policy_;
+  // Peers whose process this rank could see at setup: only those are
+  // checked for liveness (one in another pid namespace would look dead).
+  std::vector<bool> watched_;
   std::uint64_t next_chunk_ = 0;  // chunk number the next call starts at
   bool broken_ = false;
 };
@@ -76,8 +81,7 @@ void ChunkPipeline::run(const char* what, std::uint64_t chunks, bool reduces, Fi
         progress = true;
       }
       // The slot of chunk `filled` was last used by chunk filled - stages.
-      if (filled < end &&
-          (filled < stages_ || all_at_least(kDrained, filled - stages_ + 1))) {
+      if (filled < end && (filled < stages_ || all_at_least(kDrained, filled - stages_ + 1))) {
         fill(filled - base, stage_of(filled));
         publish(kFilled, ++filled);
         if (!reduces) publish(kReduced, reduced = filled);  // counters stay in step

@@ -57,8 +57,8 @@ std::size_t Geometry::data_offset() const {
 }
 
 std::size_t Geometry::total_bytes() const {
-  return data_offset() + slot_bytes * static_cast<std::size_t>(ranks) *
-                             static_cast<std::size_t>(stages);
+  return data_offset() +
+         slot_bytes * static_cast<std::size_t>(ranks) * static_cast<std::size_t>(stages);
 }
 
 ShmSegment ShmSegment::create(const std::string& name, const Geometry& geometry) {
@@ -114,8 +114,7 @@ ShmSegment ShmSegment::open(const std::string& name, const Geometry& geometry) {
   ShmSegment segment(map(fd.get(), bytes, name), geometry);
   const Header& header = segment.header();
   const bool matches = header.magic == kMagic && header.version == kVersion &&
-                       header.ranks == geometry.ranks &&
-                       header.slot_bytes == geometry.slot_bytes &&
+                       header.ranks == geometry.ranks && header.slot_bytes == geometry.slot_bytes &&
                        header.stages == geometry.stages && header.total_bytes == bytes;
   HVD_CHECK(matches, BackendError, "shm: " << name << " is not the segment rank 0 created");
   return segment;

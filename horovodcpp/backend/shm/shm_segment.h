@@ -35,7 +35,7 @@ struct ProcessId {
 };
 
 struct RankRecord {
-  PaddedCounter counters[kNumCounters];  // each on its own cache line
+  PaddedCounter counters[kNumCounters];   // each on its own cache line
   alignas(kCacheLine) ProcessId process;  // written once at setup
 };
 

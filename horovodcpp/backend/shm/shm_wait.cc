@@ -18,7 +18,9 @@ namespace hvd {
 namespace shm {
 namespace {
 
-constexpr std::uint32_t kSpins = 2000;           // about 20-100 us of pause
+// A peer running on its own core answers within microseconds; one that is
+// not running needs this core (or another) first: spin briefly, then yield.
+constexpr auto kSpinFor = std::chrono::microseconds(20);
 constexpr auto kYieldFor = std::chrono::microseconds(500);
 constexpr auto kFirstSleep = std::chrono::microseconds(20);
 constexpr auto kMaxSleep = std::chrono::milliseconds(1);
@@ -74,18 +76,17 @@ bool Backoff::wait() {
   const Clock::time_point now = Clock::now();
   if (!waiting_) {
     waiting_ = true;
-    spins_ = 0;
     sleep_ = std::chrono::microseconds(0);
     start_ = now;
     next_check_ = now + policy_.check_interval;
   }
-  if (policy_.spin && spins_ < kSpins) {
-    ++spins_;
+  if (policy_.spin && now - start_ < kSpinFor) {
     for (int i = 0; i < 8; ++i) cpu_relax();
   } else if (now - start_ < kYieldFor) {
     sched_yield();  // a peer waiting for this core runs now
   } else {
-    sleep_ = sleep_.count() == 0 ? kFirstSleep : std::min(sleep_ * 2, std::chrono::microseconds(kMaxSleep));
+    sleep_ = sleep_.count() == 0 ? kFirstSleep
+                                 : std::min(sleep_ * 2, std::chrono::microseconds(kMaxSleep));
     std::this_thread::sleep_for(sleep_);
   }
   if (now < next_check_) return false;

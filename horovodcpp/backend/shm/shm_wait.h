@@ -43,7 +43,6 @@ class Backoff {
 
   const WaitPolicy& policy_;
   bool waiting_ = false;
-  std::uint32_t spins_ = 0;
   Clock::time_point start_;
   Clock::time_point next_check_;
   std::chrono::microseconds sleep_{0};

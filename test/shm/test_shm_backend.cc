@@ -9,6 +9,7 @@
 // (--shm-fault-child SCENARIO) over Gloo with a file store.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -81,6 +82,59 @@ TEST(ShmSetupTest, EveryBackendGetsItsOwnSegment) {
   std::int64_t value = topology().rank;
   other.allreduce(&value, 1, DataType::kInt64, ReduceOp::kMax);
   EXPECT_EQ(value, topology().size - 1);
+}
+
+// ---- The segment and the liveness check on their own (this process only)
+
+std::string private_name(const char* what) {
+  return "/hvdcpp-test-" + std::to_string(getpid()) + "-" + what;
+}
+
+TEST(ShmSegmentTest, CreateOpenUnlink) {
+  const std::string name = private_name("segment");
+  const shm::Geometry geometry{3, 4096, 2};
+  shm::ShmSegment created = shm::ShmSegment::create(name, geometry);
+  EXPECT_THROW(shm::ShmSegment::create(name, geometry), BackendError);  // exclusive
+  shm::ShmSegment opened = shm::ShmSegment::open(name, geometry);
+  EXPECT_THROW(shm::ShmSegment::open(name, {3, 4096, 3}), BackendError);  // other geometry
+  shm::ShmSegment::unlink(name);
+  shm::ShmSegment::unlink(name);  // already gone: fine
+  EXPECT_FALSE(in_dev_shm(name));
+  EXPECT_THROW(shm::ShmSegment::open(name, geometry), BackendError);
+  // Both mappings still share the memory.
+  created.slot(1, 2)[4095] = 42;
+  EXPECT_EQ(opened.slot(1, 2)[4095], 42);
+  opened.record(2).counters[shm::kDrained].value.store(7);
+  EXPECT_EQ(created.record(2).counters[shm::kDrained].value.load(), 7u);
+  EXPECT_EQ(created.header().failed_rank.load(), -1);
+  EXPECT_EQ(opened.slot(1, 0) + 4096, opened.slot(1, 1));  // a stage is contiguous
+  EXPECT_LE(
+      created.slot(1, 2) + 4096,
+      static_cast<unsigned char*>(static_cast<void*>(&created.header())) + geometry.total_bytes());
+}
+
+TEST(ShmSegmentTest, BadGeometryRejected) {
+  EXPECT_THROW(shm::ShmSegment::create(private_name("bad"), {2, 100, 2}), InvalidArgument);
+  EXPECT_FALSE(in_dev_shm(private_name("bad")));
+}
+
+TEST(ProcessAliveTest, SelfExitedZombieAndReusedPid) {
+  const shm::ProcessId self = shm::this_process();
+  EXPECT_EQ(self.pid, getpid());
+  EXPECT_TRUE(shm::process_alive(self));
+  shm::ProcessId reused = self;
+  reused.start_time += 1;  // same pid, another process
+  EXPECT_FALSE(shm::process_alive(reused));
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  shm::ProcessId zombie{child, 0};
+  for (int i = 0; i < 500 && shm::process_alive(zombie); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(shm::process_alive(zombie)) << "an exited, unreaped child";
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(shm::process_alive(zombie)) << "a reaped child";
 }
 
 // ---- Allreduce and reducescatter against the scalar reference

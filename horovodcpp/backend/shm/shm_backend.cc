@@ -83,12 +83,24 @@ ShmBackend::ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
   rank_ = topology.rank;
   size_ = topology.size;
   HVD_CHECK(topology.local_size == topology.size, InvalidArgument,
-            "shm: the ranks span " << topology.cross_size
-                                   << " hosts; the shared-memory path "
-                                      "needs all of them on one");
+            "shm: the ranks span " << topology.cross_size << " hosts; shared memory needs one");
 
-  // Rank 0 creates the segment and broadcasts its name and geometry (rank
-  // 0's settings decide), or why it could not.
+  if (!map_segment(controller, options)) return;  // everything goes to `inner`
+  shm::WaitPolicy policy;
+  policy.timeout = options.timeout;
+  policy.spin = size_ <= usable_cpus();
+  pipeline_ = std::make_unique<shm::ChunkPipeline>(segment_, rank_, policy);
+  sources_.resize(size_);
+  HVD_LOG(Debug) << "shm: " << size_ << " ranks share " << segment_.geometry().total_bytes()
+                 << " bytes (" << segment_.geometry().stages << " stages of "
+                 << segment_.geometry().slot_bytes << "-byte slots)";
+}
+
+// The setup protocol, collective over `controller`: rank 0 creates the
+// segment and broadcasts its name and geometry (rank 0's settings decide),
+// or why it could not; the others map it; everyone reports back; rank 0
+// removes the name and broadcasts whether every rank has it mapped.
+bool ShmBackend::map_segment(Controller& controller, const ShmOptions& options) {
   std::string& name = segment_name_;
   std::string message;
   if (rank_ == 0) {
@@ -108,7 +120,7 @@ ShmBackend::ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
       if (rank_ == 0) {
         HVD_LOG(Warning) << message.substr(1) << "; using " << inner_->name();
       }
-      return;
+      return false;
     }
     std::string error;
     if (rank_ != 0) {
@@ -140,22 +152,14 @@ ShmBackend::ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
         HVD_LOG(Warning) << "shm: " << decision << "using " << inner_->name();
       }
       segment_ = shm::ShmSegment();
-      return;
+      return false;
     }
   } catch (...) {
     // A rank failed during setup: nobody will use the segment.
     if (!name.empty()) ::shm_unlink(name.c_str());
     throw;
   }
-
-  shm::WaitPolicy policy;
-  policy.timeout = options.timeout;
-  policy.spin = size_ <= usable_cpus();
-  pipeline_ = std::make_unique<shm::ChunkPipeline>(segment_, rank_, policy);
-  sources_.resize(size_);
-  HVD_LOG(Debug) << "shm: " << size_ << " ranks share " << segment_.geometry().total_bytes()
-                 << " bytes (" << segment_.geometry().stages << " stages of "
-                 << segment_.geometry().slot_bytes << "-byte slots)";
+  return true;
 }
 
 BackendCapabilities ShmBackend::capabilities() const {

@@ -68,6 +68,9 @@ class ShmBackend : public Backend {
   const std::string& segment_name() const { return segment_name_; }
 
  private:
+  // Creates (rank 0) or opens the segment; false, on every rank, if some
+  // rank could not map it.
+  bool map_segment(Controller& controller, const ShmOptions& options);
   // Reduces `count` elements of `buffer` across ranks; each rank's drain
   // copies the elements in [keep_begin, keep_end) to out + (i - keep_begin).
   void reduce_chunks(const char* what, unsigned char* buffer, std::size_t count, DataType dtype,

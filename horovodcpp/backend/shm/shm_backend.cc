@@ -163,6 +163,7 @@ bool ShmBackend::map_segment(Controller& controller, const ShmOptions& options) 
 }
 
 BackendCapabilities ShmBackend::capabilities() const {
+  if (!active()) return inner_->capabilities();
   BackendCapabilities capabilities;
   capabilities.half_reduction_in_float32 = false;
   return capabilities;

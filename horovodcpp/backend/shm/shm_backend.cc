@@ -308,9 +308,11 @@ void ShmBackend::alltoallv(const void* input, const std::vector<std::size_t>& se
 
 std::unique_ptr<Backend> maybe_use_shm(std::unique_ptr<Backend> backend, Controller& controller) {
   const Topology& topology = controller.topology();
-  if (topology.size < 2 || topology.local_size != topology.size || env_int("SHM", 1) == 0) {
-    return backend;
-  }
+  if (topology.size < 2 || topology.local_size != topology.size) return backend;
+  // Rank 0's setting decides for all: ranks that disagreed would run
+  // different setup collectives and hang.
+  const bool wanted = env_int("SHM", 1) != 0;
+  if (controller.broadcast_from_root(wanted ? "1" : "0") == "0") return backend;
   return std::make_unique<ShmBackend>(std::move(backend), controller);
 }
 

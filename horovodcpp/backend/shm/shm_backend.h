@@ -89,7 +89,8 @@ class ShmBackend : public Backend {
 };
 
 // The transport hook: wraps `backend` in a ShmBackend when the job has more
-// than one rank, all on this host, and HOROVODCPP_SHM is not 0.
+// than one rank, all on this host, and HOROVODCPP_SHM is not 0 on rank 0.
+// Collective over `controller` in that case.
 std::unique_ptr<Backend> maybe_use_shm(std::unique_ptr<Backend> backend, Controller& controller);
 
 }  // namespace hvd

@@ -253,9 +253,12 @@ void reduce_bool(ReduceOp op, void* inout, const void* in, std::size_t count) {
 }
 
 // ---- reduce_many: n inputs folded into one output ----
-// Each block of kBlock elements is accumulated in a local array (L1, no
-// aliasing, so every loop vectorizes) over all inputs, then stored once:
-// halves are converted once per input and rounded once at the end.
+// The output is reduced in place, kPass elements at a time: out = in0 op in1,
+// then out = out op in_k for each further input. Each pass streams at most
+// three arrays through L1 with plain loops that vectorize (twice as fast as
+// accumulating every input into a local block first). Halves accumulate in
+// a float32 array of the pass and are rounded once when it is stored.
+constexpr std::size_t kPass = 1024;
 
 struct Bool {  // any non-zero byte is true; results are 0/1
   using Raw = std::uint8_t;
@@ -273,39 +276,50 @@ struct HalfF16c : Half {
 };
 #endif
 
+// acc[j] = op(acc[j], src[j]) for j < m, through float blocks (halves).
+template <typename Elem, typename Op>
+[[gnu::always_inline]] inline void accumulate_pass(const typename Elem::Raw* src, float* acc,
+                                                   std::size_t m) {
+  std::size_t j = 0;
+  for (; j + kBlock <= m; j += kBlock) {
+    float x[kBlock];
+    Elem::load_block(src + j, x);
+    for (std::size_t t = 0; t < kBlock; ++t) acc[j + t] = Op::apply(acc[j + t], x[t]);
+  }
+  for (; j < m; ++j) acc[j] = Op::apply(acc[j], Elem::load(src[j]));
+}
+
 template <typename Elem, typename Op>
 [[gnu::always_inline]] inline void many_kernel(void* dst, const void* const* srcs, std::size_t n,
                                                std::size_t count) {
   using Raw = typename Elem::Raw;
   using Compute = typename Elem::Compute;
-  Raw* out = static_cast<Raw*>(dst);
-  const Raw* first = static_cast<const Raw*>(srcs[0]);
-  std::size_t i = 0;
-  for (; i + kBlock <= count; i += kBlock) {
-    Compute acc[kBlock];
+  auto in = [srcs](std::size_t k, std::size_t i) { return static_cast<const Raw*>(srcs[k]) + i; };
+  for (std::size_t i = 0; i < count; i += kPass) {
+    const std::size_t m = std::min(kPass, count - i);
+    Raw* out = static_cast<Raw*>(dst) + i;
     if constexpr (std::is_same_v<Raw, Compute>) {
-      for (std::size_t j = 0; j < kBlock; ++j) acc[j] = Elem::load(first[i + j]);
-      for (std::size_t k = 1; k < n; ++k) {
-        const Raw* x = static_cast<const Raw*>(srcs[k]) + i;
-        for (std::size_t j = 0; j < kBlock; ++j) acc[j] = Op::apply(acc[j], Elem::load(x[j]));
+      const Raw* a = in(0, i);
+      if (n == 1) {
+        for (std::size_t j = 0; j < m; ++j) out[j] = Elem::store(Elem::load(a[j]));
+        continue;
       }
-      for (std::size_t j = 0; j < kBlock; ++j) out[i + j] = Elem::store(acc[j]);
+      const Raw* b = in(1, i);
+      for (std::size_t j = 0; j < m; ++j) out[j] = Op::apply(Elem::load(a[j]), Elem::load(b[j]));
+      for (std::size_t k = 2; k < n; ++k) {
+        const Raw* x = in(k, i);
+        for (std::size_t j = 0; j < m; ++j) out[j] = Op::apply(out[j], Elem::load(x[j]));
+      }
     } else {
-      Compute x[kBlock];
-      Elem::load_block(first + i, acc);
-      for (std::size_t k = 1; k < n; ++k) {
-        Elem::load_block(static_cast<const Raw*>(srcs[k]) + i, x);
-        for (std::size_t j = 0; j < kBlock; ++j) acc[j] = Op::apply(acc[j], x[j]);
-      }
-      Elem::store_block(acc, out + i);
+      Compute acc[kPass];
+      const Raw* a = in(0, i);
+      std::size_t j = 0;
+      for (; j + kBlock <= m; j += kBlock) Elem::load_block(a + j, acc + j);
+      for (; j < m; ++j) acc[j] = Elem::load(a[j]);
+      for (std::size_t k = 1; k < n; ++k) accumulate_pass<Elem, Op>(in(k, i), acc, m);
+      for (j = 0; j + kBlock <= m; j += kBlock) Elem::store_block(acc + j, out + j);
+      for (; j < m; ++j) out[j] = Elem::store(acc[j]);
     }
-  }
-  for (; i < count; ++i) {
-    Compute a = Elem::load(first[i]);
-    for (std::size_t k = 1; k < n; ++k) {
-      a = Op::apply(a, Elem::load(static_cast<const Raw*>(srcs[k])[i]));
-    }
-    out[i] = Elem::store(a);
   }
 }
 

@@ -18,8 +18,9 @@ void reduce_into(DataType dtype, ReduceOp op, void* inout, const void* in, std::
 // backend's reduction of every rank's slot. float16/bfloat16 accumulate in
 // float32 and round once at the end (n-1 reduce_into calls would round n-1
 // times). Integers, floats and bool give exactly the reduce_into fold. `dst`
-// may be one of `srcs` (the same range); no other overlap. Uses AVX2 (and
-// F16C) where the CPU has them, with the same results as the portable code.
+// may be srcs[0] (the same range); it must not overlap any other input. Uses
+// AVX2 (and F16C) where the CPU has them, with the same results as the
+// portable code.
 void reduce_many(DataType dtype, ReduceOp op, void* dst, const void* const* srcs, std::size_t n,
                  std::size_t count);
 

@@ -597,7 +597,7 @@ TEST(ReduceMany, MatchesFoldAndPortablePathInAndOutOfPlace) {
   for (DataType dtype : kManyDtypes) {
     for (ReduceOp op : kOps) {
       for (std::size_t n : {1, 2, 3, 4, 5}) {
-        for (std::size_t count : {0, 1, 63, 64, 65, 300}) {
+        for (std::size_t count : {0, 1, 63, 64, 65, 300, 1024, 2500}) {
           SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + reduce_op_name(op) + " n=" +
                        std::to_string(n) + " count=" + std::to_string(count));
           const std::size_t bytes = count * dtype_size(dtype);
@@ -613,11 +613,11 @@ TEST(ReduceMany, MatchesFoldAndPortablePathInAndOutOfPlace) {
           detail::reduce_many_portable(dtype, op, portable.data(), srcs.data(), n, count);
           EXPECT_TRUE(same_elements(dtype, out, expected));
           EXPECT_TRUE(same_elements(dtype, portable, expected));
-          // In place: the output is the last input.
+          // In place: the output is the first input.
           std::vector<std::vector<unsigned char>> copy = inputs;
-          srcs.back() = copy.back().data();
-          reduce_many(dtype, op, copy.back().data(), srcs.data(), n, count);
-          EXPECT_TRUE(same_elements(dtype, copy.back(), expected));
+          srcs.front() = copy.front().data();
+          reduce_many(dtype, op, copy.front().data(), srcs.data(), n, count);
+          EXPECT_TRUE(same_elements(dtype, copy.front(), expected));
         }
       }
     }

@@ -29,6 +29,7 @@ bool ChunkPipeline::all_at_least(Counter counter, std::uint64_t value) const {
 
 void ChunkPipeline::publish(Counter counter, std::uint64_t value) const {
   segment_.record(rank_).counters[counter].value.store(value, std::memory_order_release);
+  ring(segment_.header().doorbell);
 }
 
 void ChunkPipeline::check_usable(const char* what) const {

@@ -10,8 +10,9 @@
 // has drained the chunk that used it before.
 //
 // Steps are published as per-rank counters (release) and read by the others
-// (acquire). The loop does whatever step is possible, the reduce first (the
-// others wait for it), and waits (shm_wait.h) only when none is.
+// (acquire), then the doorbell rings. The loop does whatever step is
+// possible, the reduce first (the others wait for it), and waits
+// (shm_wait.h) only when none is.
 #pragma once
 
 #include <cstdint>
@@ -71,9 +72,10 @@ void ChunkPipeline::run(const char* what, std::uint64_t chunks, bool reduces, Fi
   const std::uint64_t base = next_chunk_;
   const std::uint64_t end = base + chunks;
   std::uint64_t filled = base, reduced = base, drained = base;
-  Backoff backoff(policy_);
+  Backoff backoff(policy_, segment_.header().doorbell);
   try {
     while (drained < end) {
+      const std::uint32_t rings = backoff.rings();  // before looking at the counters
       bool progress = false;
       if (reduced < filled && all_at_least(kFilled, reduced + 1)) {
         reduce(reduced - base, stage_of(reduced));
@@ -94,7 +96,7 @@ void ChunkPipeline::run(const char* what, std::uint64_t chunks, bool reduces, Fi
       }
       if (progress) {
         backoff.reset();
-      } else if (backoff.wait()) {
+      } else if (backoff.wait(rings)) {
         // What this rank waits for, in the loop's order of preference.
         if (drained < reduced) {
           check_peers(what, kReduced, drained + 1, base, chunks, backoff);

@@ -17,7 +17,7 @@ namespace shm {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x6876646370707368ull;  // "hvdcppsh"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 constexpr std::size_t kPage = 4096;
 
 std::size_t round_up(std::size_t value, std::size_t multiple) {
@@ -94,6 +94,8 @@ ShmSegment ShmSegment::create(const std::string& name, const Geometry& geometry)
   header->slot_bytes = geometry.slot_bytes;
   header->stages = geometry.stages;
   header->total_bytes = bytes;
+  header->doorbell.rings.store(0, std::memory_order_relaxed);
+  header->doorbell.sleepers.store(0, std::memory_order_relaxed);
   header->failed_rank.store(-1, std::memory_order_relaxed);
   header->failed_reason_ready.store(0, std::memory_order_relaxed);
   for (int r = 0; r < geometry.ranks; ++r) {

@@ -34,6 +34,15 @@ struct ProcessId {
   std::uint64_t start_time = 0;
 };
 
+// A futex word every rank rings after publishing progress: a rank with
+// nothing to do sleeps on it in the kernel and wakes at the next ring,
+// instead of polling (shm_wait.h). A wait/notify word, not a lock.
+struct Doorbell {
+  std::atomic<std::uint32_t> rings;
+  std::atomic<std::uint32_t> sleepers;  // ranks inside a futex wait now
+};
+static_assert(sizeof(std::atomic<std::uint32_t>) == 4, "a futex word is 32 bits");
+
 struct RankRecord {
   PaddedCounter counters[kNumCounters];   // each on its own cache line
   alignas(kCacheLine) ProcessId process;  // written once at setup
@@ -59,6 +68,7 @@ struct Header {
   // The first rank that gave up on the segment (timeout, dead peer), or -1,
   // and why (valid once failed_reason_ready is 1): the others then fail at
   // once with that cause instead of waiting for their own timeout.
+  alignas(kCacheLine) Doorbell doorbell;
   alignas(kCacheLine) std::atomic<std::int32_t> failed_rank;
   std::atomic<std::int32_t> failed_reason_ready;
   char failed_reason[512];

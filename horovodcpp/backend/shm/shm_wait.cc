@@ -1,14 +1,17 @@
 #include "backend/shm/shm_wait.h"
 
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -19,11 +22,10 @@ namespace shm {
 namespace {
 
 // A peer running on its own core answers within microseconds; one that is
-// not running needs this core (or another) first: spin briefly, then yield.
+// not running needs this core (or another) first: spin briefly, then yield,
+// then sleep until the doorbell rings.
 constexpr auto kSpinFor = std::chrono::microseconds(20);
-constexpr auto kYieldFor = std::chrono::microseconds(500);
-constexpr auto kFirstSleep = std::chrono::microseconds(20);
-constexpr auto kMaxSleep = std::chrono::milliseconds(1);
+constexpr auto kYieldFor = std::chrono::microseconds(100);
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -72,26 +74,44 @@ bool process_alive(const ProcessId& process) {
   return process.start_time == 0 || start_time == process.start_time;
 }
 
-bool Backoff::wait() {
+void ring(Doorbell& bell) {
+  // seq_cst with the sleeper's increment and re-read (Backoff::sleep): either
+  // this sees the sleeper, or the sleeper sees this ring and does not sleep.
+  bell.rings.fetch_add(1, std::memory_order_seq_cst);
+  if (bell.sleepers.load(std::memory_order_seq_cst) == 0) return;
+  syscall(SYS_futex, &bell.rings, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+bool Backoff::wait(std::uint32_t seen) {
   const Clock::time_point now = Clock::now();
   if (!waiting_) {
     waiting_ = true;
-    sleep_ = std::chrono::microseconds(0);
     start_ = now;
     next_check_ = now + policy_.check_interval;
   }
   if (policy_.spin && now - start_ < kSpinFor) {
     for (int i = 0; i < 8; ++i) cpu_relax();
-  } else if (now - start_ < kYieldFor) {
+  } else if (now - start_ < kSpinFor + kYieldFor) {
     sched_yield();  // a peer waiting for this core runs now
-  } else {
-    sleep_ = sleep_.count() == 0 ? kFirstSleep
-                                 : std::min(sleep_ * 2, std::chrono::microseconds(kMaxSleep));
-    std::this_thread::sleep_for(sleep_);
+  } else if (now < next_check_) {
+    sleep(seen, next_check_ - now);
   }
   if (now < next_check_) return false;
   next_check_ = now + policy_.check_interval;
   return true;
+}
+
+void Backoff::sleep(std::uint32_t seen, std::chrono::nanoseconds limit) {
+  bell_.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (bell_.rings.load(std::memory_order_seq_cst) == seen) {
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(limit);
+    struct timespec timeout = {static_cast<time_t>(seconds.count()),
+                               static_cast<long>((limit - seconds).count())};
+    // Returns when woken, at the timeout, on a signal, or at once if the
+    // word no longer equals `seen`: the caller re-checks in every case.
+    syscall(SYS_futex, &bell_.rings, FUTEX_WAIT, seen, &timeout, nullptr, 0);
+  }
+  bell_.sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 std::chrono::nanoseconds Backoff::waited() const {

@@ -6,22 +6,26 @@
 #                      [--sizes 4,64K,1M,16M,64M] [--warmup 5] [--iters 20]
 #
 # For each rank count it runs, one after the other (never two at once):
-#   1. horovodcpp, MPI backend:   hvdrun -np N --mpi  allreduce_bench --mpi-baseline off
-#   2. horovodcpp, Gloo backend:  hvdrun -np N --gloo allreduce_bench --mpi-baseline off
-#   3. raw MPI_Allreduce:         mpirun (hvdrun's transport flags) allreduce_bench --mpi-baseline only
-#   4. raw Gloo ring allreduce:   N x gloo_allreduce_bench, FileStore in a temp dir
-#   5. torch.distributed (gloo):  N x /usr/bin/python3 torch_allreduce_bench.py, file:// init
+#   1. horovodcpp, shm backend:   hvdrun -np N --mpi  allreduce_bench --mpi-baseline off
+#      (the default on one host: data through shared memory, negotiation over MPI)
+#      and its data path alone:   hvdrun -np N --mpi  backend_bench (Backend::allreduce,
+#      no coordinator: no queue, no negotiation cycle)
+#   2. horovodcpp, MPI backend:   HOROVODCPP_SHM=0 hvdrun -np N --mpi  allreduce_bench ...
+#   3. horovodcpp, Gloo backend:  HOROVODCPP_SHM=0 hvdrun -np N --gloo allreduce_bench ...
+#   4. raw MPI_Allreduce:         mpirun (hvdrun's transport flags) allreduce_bench --mpi-baseline only
+#   5. raw Gloo ring allreduce:   N x gloo_allreduce_bench, FileStore in a temp dir
+#   6. torch.distributed (gloo):  N x /usr/bin/python3 torch_allreduce_bench.py, file:// init
 # All float32, Sum, in place, the same sizes, warm-up and iteration counts;
 # each iteration starts after a barrier and the time is the max over ranks
 # of the per-rank averages. It then prints ONE table: busbw (GB/s, nccl-tests:
-# size/time * 2(n-1)/n) of the five, and the ratios horovodcpp-MPI / raw
-# MPI, horovodcpp-Gloo / raw Gloo, horovodcpp (better of the two) /
-# torch.distributed. The 4 B row shows latency (us) instead, its ratios
-# being peer time / horovodcpp time, so in every ratio column above 1 means
-# horovodcpp was faster. Every figure is measured by this run. The raw
+# size/time * 2(n-1)/n) of the seven, and the ratios horovodcpp-shm / raw
+# MPI, / raw Gloo and / torch.distributed, shm data path / raw MPI,
+# horovodcpp-MPI / raw MPI and horovodcpp-Gloo / raw Gloo. The 4 B row shows latency (us) instead, its
+# ratios being peer time / horovodcpp time, so in every ratio column above 1
+# means horovodcpp was faster. Every figure is measured by this run. The raw
 # outputs are kept in a temp dir, named at the end.
 #
-# It builds only `cmake --build BUILD --target allreduce_bench
+# It builds only `cmake --build BUILD --target allreduce_bench backend_bench
 # gloo_allreduce_bench hvdrun` (configure BUILD first), and installs Debian's
 # python3-torch when /usr/bin/python3 cannot import torch (as root; else the
 # torch column is "n/a").
@@ -38,7 +42,7 @@ iters=20
 run_timeout=300  # seconds, per benchmark run
 
 usage() {
-  sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
   exit "${1:-2}"
 }
 while [ $# -gt 0 ]; do
@@ -60,12 +64,13 @@ say() { echo "run_peers: $*" >&2; }
   exit 2
 }
 say "building in $build"
-cmake --build "$build" -j2 --target allreduce_bench gloo_allreduce_bench hvdrun >&2 || {
+cmake --build "$build" -j2 --target allreduce_bench backend_bench gloo_allreduce_bench hvdrun >&2 || {
   say "build failed"
   exit 1
 }
 hvdrun="$build/runner/hvdrun"
 bench="$build/bench/allreduce_bench"
+backend_bench="$build/bench/backend_bench"
 gloo_bench="$build/bench/gloo_allreduce_bench"
 python=/usr/bin/python3
 
@@ -121,8 +126,12 @@ run() {
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for n in $nps; do
-  run hvd_mpi "$n" "$hvdrun" -np "$n" --mpi "$bench" --mpi-baseline off "${common[@]}"
-  run hvd_gloo "$n" "$hvdrun" -np "$n" --gloo "$bench" --mpi-baseline off "${common[@]}"
+  run hvd_shm "$n" "$hvdrun" -np "$n" --mpi "$bench" --mpi-baseline off "${common[@]}"
+  run shm_path "$n" "$hvdrun" -np "$n" --mpi "$backend_bench" "${common[@]}"
+  run hvd_mpi "$n" env HOROVODCPP_SHM=0 "$hvdrun" -np "$n" --mpi "$bench" --mpi-baseline off \
+    "${common[@]}"
+  run hvd_gloo "$n" env HOROVODCPP_SHM=0 "$hvdrun" -np "$n" --gloo "$bench" --mpi-baseline off \
+    "${common[@]}"
   # The transport flags hvdrun --mpi gives mpirun (hvdrun --verbose shows
   # them), so both MPI columns use the same Open MPI path.
   run mpi "$n" mpirun "${mpirun_root[@]}" --oversubscribe -np "$n" --bind-to none --map-by slot \
@@ -153,6 +162,8 @@ rows() {
 
 table=$(
   for n in $nps; do
+    rows "$logs/hvd_shm.np$n" hvd | sed "s/^/$n hvd_shm /"
+    rows "$logs/shm_path.np$n" peer | sed "s/^/$n shm_path /"
     rows "$logs/hvd_mpi.np$n" hvd | sed "s/^/$n hvd_mpi /"
     rows "$logs/hvd_gloo.np$n" hvd | sed "s/^/$n hvd_gloo /"
     rows "$logs/mpi.np$n" mpi | sed "s/^/$n mpi /"
@@ -177,8 +188,8 @@ table=$(
     { k = $1 SUBSEP $3; t[k, $2] = $4; bw[k, $2] = $5
       if (!(k in seen)) { seen[k] = 1; order[++count] = k } }
     END {
-      print "| size | np | horovodcpp-MPI | horovodcpp-Gloo | raw MPI | raw Gloo | torch.distributed (gloo) | horovodcpp-MPI / raw MPI | horovodcpp-Gloo / raw Gloo | horovodcpp (best) / torch.distributed |"
-      print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+      print "| size | np | horovodcpp-shm | shm data path | horovodcpp-MPI | horovodcpp-Gloo | raw MPI | raw Gloo | torch.distributed (gloo) | shm / raw MPI | shm / raw Gloo | shm / torch | shm data path / raw MPI | horovodcpp-MPI / raw MPI | horovodcpp-Gloo / raw Gloo |"
+      print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
       # Rows in size order, then np.
       m = split(nps, np_list, " ")
       for (i = 1; i <= count; ++i) { split(order[i], p, SUBSEP); size_of[p[2]] = 1 }
@@ -188,15 +199,12 @@ table=$(
         k = np_list[j] SUBSEP sz[i]
         if (!(k in seen)) continue
         lat[k] = sz[i] <= 4
-        # The better horovodcpp backend (lower time).
-        best = "hvd_mpi"
-        if (num(t[k, "hvd_gloo"]) && (!num(t[k, "hvd_mpi"]) || t[k, "hvd_gloo"] < t[k, "hvd_mpi"])) best = "hvd_gloo"
-        t[k, "best"] = t[k, best]
         label = human(sz[i]) (lat[k] ? " (latency, us)" : "")
-        bestname = best == "hvd_mpi" ? "MPI" : "Gloo"
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) |\n", label, np_list[j],
-          cell(k, "hvd_mpi"), cell(k, "hvd_gloo"), cell(k, "mpi"), cell(k, "gloo"), cell(k, "torch"),
-          ratio(k, "hvd_mpi", "mpi"), ratio(k, "hvd_gloo", "gloo"), ratio(k, "best", "torch"), bestname
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label, np_list[j],
+          cell(k, "hvd_shm"), cell(k, "shm_path"), cell(k, "hvd_mpi"), cell(k, "hvd_gloo"),
+          cell(k, "mpi"), cell(k, "gloo"), cell(k, "torch"), ratio(k, "hvd_shm", "mpi"),
+          ratio(k, "hvd_shm", "gloo"), ratio(k, "hvd_shm", "torch"), ratio(k, "shm_path", "mpi"),
+          ratio(k, "hvd_mpi", "mpi"), ratio(k, "hvd_gloo", "gloo")
       }
     }'
 )
@@ -205,7 +213,7 @@ torch_version=$([ "$have_torch" = 1 ] && "$python" -c 'import torch; print(torch
 report=$(
   echo "horovodcpp next to its peers: allreduce, float32, Sum, in place; warmup $warmup, iters $iters (fewer at big sizes, as allreduce_bench --auto-iters)"
   echo "date: $started; host: $(hostname), $(nproc) cores; load average (1/5/15 min) before: $load_before, after: $load_after"
-  echo "horovodcpp $(sed -nE 's/.*# horovodcpp ([^ ]+) allreduce benchmark.*/\1/p' "$logs"/hvd_*.np* 2>/dev/null | head -1), HOROVODCPP_CYCLE_TIME=${HOROVODCPP_CYCLE_TIME:-unset (1 ms)}; $(mpirun --version 2>/dev/null | head -1); Gloo $(dpkg-query -W -f='${Version}' libgloo0 2>/dev/null || echo '?'); torch $torch_version"
+  echo "horovodcpp $(sed -nE 's/.*# horovodcpp ([^ ]+) allreduce benchmark.*/\1/p' "$logs"/hvd_*.np* 2>/dev/null | head -1) (shm: hvdrun --mpi, MPI negotiation; MPI/Gloo: HOROVODCPP_SHM=0), HOROVODCPP_CYCLE_TIME=${HOROVODCPP_CYCLE_TIME:-unset (1 ms)}; $(mpirun --version 2>/dev/null | head -1); Gloo $(dpkg-query -W -f='${Version}' libgloo0 2>/dev/null || echo '?'); torch $torch_version"
   echo "columns: busbw in GB/s (nccl-tests: size/time * 2(n-1)/n); 4 B row: time in us. Ratios: horovodcpp busbw / peer busbw (4 B: peer time / horovodcpp time); above 1 = horovodcpp faster"
   echo
   echo "$table"

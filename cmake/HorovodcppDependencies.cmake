@@ -25,7 +25,6 @@ else()
   set(HVD_HAVE_GLOO FALSE)
 endif()
 
-message(STATUS "horovodcpp backends: MPI=${HVD_HAVE_MPI} Gloo=${HVD_HAVE_GLOO}")
 
 # GPU support: the CUDA runtime (device tensors, events, the batched copy
 # kernel) and NCCL (collectives on device memory). Both auto-detected in the
@@ -82,6 +81,29 @@ if(NOT HVD_HAVE_MPI AND NOT HVD_HAVE_GLOO AND NOT HVD_HAVE_NCCL)
   message(FATAL_ERROR "horovodcpp needs at least one CPU transport: install Open MPI "
                       "(libopenmpi-dev openmpi-bin) or Gloo (libgloo-dev), or run scripts/setup.sh")
 endif()
+# The shared-memory path for ranks on one host (backend/shm): Linux (it
+# reads /proc for peer liveness) with POSIX shared memory.
+set(HVD_WITH_SHM AUTO CACHE STRING "Build the shared-memory intra-host path (ON, OFF or AUTO)")
+set(HVD_HAVE_SHM FALSE)
+set(HVD_SHM_LIBRARIES)
+if(HVD_WITH_SHM AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  include(CheckSymbolExists)
+  check_symbol_exists(shm_open "sys/mman.h" HVD_SHM_OPEN_IN_LIBC)
+  if(HVD_SHM_OPEN_IN_LIBC)
+    set(HVD_HAVE_SHM TRUE)
+  else()  # glibc before 2.34
+    find_library(HVD_RT_LIBRARY rt)
+    if(HVD_RT_LIBRARY)
+      set(HVD_HAVE_SHM TRUE)
+      set(HVD_SHM_LIBRARIES ${HVD_RT_LIBRARY})
+    endif()
+  endif()
+endif()
+if(HVD_WITH_SHM STREQUAL "ON" AND NOT HVD_HAVE_SHM)
+  message(FATAL_ERROR "HVD_WITH_SHM=ON needs Linux with POSIX shared memory (shm_open)")
+endif()
+message(STATUS "horovodcpp backends: MPI=${HVD_HAVE_MPI} Gloo=${HVD_HAVE_GLOO} shm=${HVD_HAVE_SHM}")
+
 if(NOT HVD_HAVE_MPI AND NOT HVD_HAVE_GLOO)
   message(WARNING "neither MPI nor Gloo: hvd::init() will fail; only the GPU suites are useful")
 endif()

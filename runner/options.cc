@@ -353,6 +353,11 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
                                         many seconds of stall (default 600; 0: off)
   HOROVODCPP_PROCESS_SET_TIMEOUT_SECONDS  add/remove_process_set: how long to wait
                                         for every rank's call (default 60)
+  HOROVODCPP_SHM                    0: no shared-memory data path when all ranks
+                                    share a host (default 1: use it)
+  HOROVODCPP_SHM_TIMEOUT_SECONDS    shared-memory wait for a peer before failing
+                                    (default 30; a dead peer fails within ~0.1 s)
+  HOROVODCPP_SHM_SLOT_BYTES         shared-memory chunk per rank (default 256 KiB)
   HOROVODCPP_GLOO_TIMEOUT_SECONDS   Gloo rendezvous/collective timeout (default 30)
   HOROVODCPP_GLOO_IFACE             Gloo network interface (alias HOROVOD_GLOO_IFACE)
   HOROVODCPP_GLOO_FILE_STORE        Gloo without hvdrun: a directory shared by

@@ -13,6 +13,17 @@ namespace hvd {
 // float32 and round to nearest even. bool: Sum/Max = OR, Product/Min = AND.
 void reduce_into(DataType dtype, ReduceOp op, void* inout, const void* in, std::size_t count);
 
+// dst[i] = srcs[0][i] op srcs[1][i] op ... op srcs[n-1][i], folded left in
+// that order (n >= 1), in one pass over the inputs: the shared-memory
+// backend's reduction of every rank's slot. float16/bfloat16 accumulate in
+// float32 and round once at the end (n-1 reduce_into calls would round n-1
+// times). Integers, floats and bool give exactly the reduce_into fold. `dst`
+// may be srcs[0] (the same range); it must not overlap any other input. Uses
+// AVX2 (and F16C) where the CPU has them, with the same results as the
+// portable code.
+void reduce_many(DataType dtype, ReduceOp op, void* dst, const void* const* srcs, std::size_t n,
+                 std::size_t count);
+
 // dst[i] = src[i] / divisor * factor in one pass (src may equal dst),
 // computed in double for floating types (one rounding to the dtype).
 // Integers: the division rounds toward zero, then the factor is applied in
@@ -29,5 +40,11 @@ void widen_to_float32(DataType half_dtype, const void* src, float* dst, std::siz
 // double and rounded once to nearest even.
 void narrow_from_float32(const float* src, DataType half_dtype, void* dst, std::size_t count,
                          double divisor, double factor);
+
+namespace detail {
+// reduce_many without the AVX2 dispatch (tests compare the two paths).
+void reduce_many_portable(DataType dtype, ReduceOp op, void* dst, const void* const* srcs,
+                          std::size_t n, std::size_t count);
+}  // namespace detail
 
 }  // namespace hvd

@@ -11,6 +11,9 @@
 #include "backend/mpi/mpi_controller.h"
 #include "backend/mpi/mpi_process_set_channel.h"
 #endif
+#if HVD_HAVE_SHM
+#include "backend/shm/shm_backend.h"
+#endif
 #if HVD_HAVE_GLOO
 #include "backend/gloo/gloo_backend.h"
 #include "backend/gloo/gloo_context.h"
@@ -32,6 +35,10 @@ Transport create_transport_with() {
   std::shared_ptr<Context> context = Context::create();
   Transport transport = transport_over<ControllerType, BackendType>(context);
   transport.process_sets = std::make_unique<ChannelType>(context);
+#if HVD_HAVE_SHM
+  // All ranks on this host: collectives through shared memory (HOROVODCPP_SHM).
+  transport.backend = maybe_use_shm(std::move(transport.backend), *transport.controller);
+#endif
   return transport;
 }
 

@@ -34,6 +34,7 @@
 #include "backend/gloo/gloo_controller.h"
 #include "backend/gloo/gloo_store_adapter.h"
 #include "backend_conformance.h"
+#include "fault_subjob.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 #include "store/file_store.h"
@@ -475,75 +476,24 @@ int fault_child(const std::string& scenario) {
   return kNoError;
 }
 
-// Starts one child of the sub-job; returns its pid.
-pid_t spawn_fault_child(const std::string& scenario, int rank, const std::string& store) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    // The sub-job's own job description and store replace ours.
-    if (entry.rfind("HOROVODCPP_", 0) == 0 || entry.rfind("HOROVOD_", 0) == 0) continue;
-    env_strings.push_back(entry);
-  }
-  const std::pair<const char*, std::string> settings[] = {
-      {"RANK", std::to_string(rank)},
-      {"SIZE", std::to_string(kFaultRanks)},
-      {"LOCAL_RANK", std::to_string(rank)},
-      {"LOCAL_SIZE", std::to_string(kFaultRanks)},
-      {"CROSS_RANK", "0"},
-      {"CROSS_SIZE", "1"},
-      {"GLOO_FILE_STORE", store},
-      {"GLOO_TIMEOUT_SECONDS", std::to_string(kFaultTimeoutSeconds)}};
-  for (const auto& [name, value] : settings) {
-    env_strings.push_back(std::string("HOROVODCPP_") + name + "=" + value);
-  }
-  std::vector<char*> envp;
-  for (std::string& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string flag = "--gloo-fault-child";
-  std::string arg = scenario;
-  std::vector<char*> argv = {g_self.data(), flag.data(), arg.data(), nullptr};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    execve(g_self.c_str(), argv.data(), envp.data());
-    _exit(127);
-  }
-  return pid;
-}
-
 class FaultTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(FaultTest, SurvivorsThrowWithinTimeout) {
   const std::string scenario = GetParam();
   const std::string store = temp_directory();
   std::vector<pid_t> pids;
-  for (int r = 0; r < kFaultRanks; ++r) pids.push_back(spawn_fault_child(scenario, r, store));
-  for (pid_t pid : pids) ASSERT_GT(pid, 0) << "fork failed";
-
-  // The survivors must be done well within the timeout plus set-up time.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
-  std::vector<std::optional<int>> status(kFaultRanks);
-  for (int r = 0; r + 1 < kFaultRanks; ++r) {
-    int raw = 0;
-    while (waitpid(pids[r], &raw, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (std::chrono::steady_clock::now() > deadline) break;
-    status[r] = raw;
-  }
-  // Whatever is left (the stopped victim, or a hung survivor) is killed.
   for (int r = 0; r < kFaultRanks; ++r) {
-    if (r + 1 < kFaultRanks && status[r]) continue;
-    kill(pids[r], SIGKILL);
-    waitpid(pids[r], nullptr, 0);
+    pids.push_back(
+        fault_subjob::spawn_rank(g_self, {"--gloo-fault-child", scenario}, r, kFaultRanks, store,
+                                 {{"GLOO_TIMEOUT_SECONDS", std::to_string(kFaultTimeoutSeconds)}}));
   }
+  for (pid_t pid : pids) ASSERT_GT(pid, 0) << "fork failed";
+  // The survivors must be done well within the timeout plus set-up time.
+  const auto status = fault_subjob::reap(pids, kFaultRanks - 1, std::chrono::seconds(40));
   for (int r = 0; r + 1 < kFaultRanks; ++r) {
-    ASSERT_TRUE(status[r].has_value()) << "survivor rank " << r << " hung (" << scenario << ")";
-    ASSERT_TRUE(WIFEXITED(*status[r])) << "survivor rank " << r << " crashed with signal "
-                                       << (WIFSIGNALED(*status[r]) ? WTERMSIG(*status[r]) : 0);
-    EXPECT_EQ(WEXITSTATUS(*status[r]), kGotError)
-        << "survivor rank " << r << " (" << scenario << "): exit code " << WEXITSTATUS(*status[r])
-        << " (3: no error, 4: too late, 5: not an hvd::Error, 6: setup failed)";
+    EXPECT_TRUE(fault_subjob::exited_with(
+        status[r], kGotError, "(3: no error, 4: too late, 5: not an hvd::Error, 6: setup failed)"))
+        << "survivor rank " << r << " (" << scenario << ")";
   }
 }
 

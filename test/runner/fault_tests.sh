@@ -7,16 +7,28 @@
 #   sigint    hvdrun gets SIGINT while the ranks run: non-zero within 10 s
 #   unreachable  (Gloo) a listed host never answers: hvdrun gives up after
 #             --start-timeout with a line naming the host
-# After each case no process of the job may remain (found by a unique --tag).
+#   shm survivors  (Gloo transport, ranks started without hvdrun, so that
+#             nobody tears them down) rank 2 is SIGKILLed while the ranks
+#             are inside a 64 MiB allreduce on the shared-memory path: the
+#             survivors fail by themselves, naming rank 2, within 10 s
+# After each case no process of the job may remain (found by a unique
+# --tag), and no shared-memory segment of horovodcpp (/dev/shm/hvdcpp-*)
+# that was not there before.
 #
-# usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...]   (default: --mpi --gloo)
+# usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...] [--shm]   (default: --mpi --gloo)
+# --shm: the build has the shared-memory path: also run "shm survivors"
+# (with --gloo).
 # Prints one line per case and "N passed, M failed"; exits 1 if any failed.
 set -u
 
 HVDRUN=$(readlink -f "${1:?usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...]}")
 WORKER=$(readlink -f "${2:?usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...]}")
 shift 2
-MODES=("$@")
+MODES=()
+SHM=0
+for arg in "$@"; do
+  if [ "$arg" = --shm ]; then SHM=1; else MODES+=("$arg"); fi
+done
 [ ${#MODES[@]} -eq 0 ] && MODES=(--mpi --gloo)
 
 NP=3
@@ -66,6 +78,17 @@ leftovers() {
   return 0
 }
 
+# horovodcpp's shared-memory segments; the ranks remove the names once all
+# have mapped them, so none may outlive a case, however it ended.
+shm_segments() { ls /dev/shm 2>/dev/null | grep '^hvdcpp-' | sort || true; }
+new_segments() {  # before-list
+  local left
+  left=$(comm -13 <(echo "$1") <(shm_segments) | tr '\n' ' ')
+  [ -z "${left// /}" ] && return 1
+  echo "left in /dev/shm: $left"
+  return 0
+}
+
 # Waits until NP workers run (up to 30 s).
 wait_for_workers() {
   local tag=$1 i pid n
@@ -82,8 +105,9 @@ wait_for_workers() {
 
 run_case() {  # mode case
   local mode=$1 case=$2 tag="hvdft-$$-$RANDOM$RANDOM" name="${1#--} $2"
-  local log="$WORK/${mode#--}-$case.log" start rc took pid why=""
+  local log="$WORK/${mode#--}-$case.log" start rc took pid why="" segments
   ALL_TAGS+=("$tag")
+  segments=$(shm_segments)
   local args=(-np "$NP" "$mode" "$WORKER" --tag "$tag")
   case $case in
     exit)
@@ -125,8 +149,9 @@ run_case() {  # mode case
   fi
   local left
   if left=$(leftovers "$tag"); then why+="$left; "; fi
+  if left=$(new_segments "$segments"); then why+="$left; "; fi
   if [ -z "$why" ]; then
-    report "$name" 1 "exit code $rc after $(printf '%.1f' "$took")s, no process left" "$log"
+    report "$name" 1 "exit code $rc after $(printf '%.1f' "$took")s, no process or segment left" "$log"
   else
     report "$name" 0 "$why(exit code $rc)" "$log"
   fi
@@ -158,11 +183,55 @@ unreachable_host() {
   fi
 }
 
+shm_survivors() {
+  local tag="hvdft-$$-$RANDOM$RANDOM" store log="$WORK/shm-survivors.log" r rc why=""
+  local pids=() segments killed took
+  ALL_TAGS+=("$tag")
+  store=$(mktemp -d "$WORK/store.XXXXXX")
+  segments=$(shm_segments)
+  for r in 0 1 2; do
+    env HOROVODCPP_RANK=$r HOROVODCPP_SIZE=3 HOROVODCPP_LOCAL_RANK=$r HOROVODCPP_LOCAL_SIZE=3 \
+      HOROVODCPP_CROSS_RANK=0 HOROVODCPP_CROSS_SIZE=1 HOROVODCPP_GLOO_FILE_STORE="$store" \
+      HOROVODCPP_CPU_OPERATIONS=gloo timeout -s KILL "$SAFETY" "$WORKER" --iters 100000 \
+      --count 16777216 --kill-rank 2 --kill-at 3 --kill-after-ms 20 --tag "$tag" \
+      >"$WORK/shm-survivors-$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1; do
+    wait "${pids[$r]}"
+    rc=$?
+    [ "$rc" -eq 3 ] || why+="rank $r exited with $rc, not 3 (an error); "
+  done
+  took=$(now)
+  wait "${pids[2]}" 2>/dev/null
+  cat "$WORK"/shm-survivors-*.log >"$log"
+  killed=$(sed -n 's/.*raises SIGKILL at iteration [0-9]* at \([0-9.]*\).*/\1/p' "$log")
+  if [ -z "$killed" ]; then
+    why+="rank 2 never raised SIGKILL; "
+  else
+    took=$(echo "$took - $killed" | bc)
+    if [ "$(echo "$took > $LIMIT" | bc)" = 1 ]; then why+="the survivors took ${took}s (limit ${LIMIT}s); "; fi
+  fi
+  for r in 0 1; do
+    grep -q "rank 2 .*died" "$WORK/shm-survivors-$r.log" ||
+      why+="rank $r's error does not say that rank 2 died; "
+  done
+  local left
+  if left=$(leftovers "$tag"); then why+="$left; "; fi
+  if left=$(new_segments "$segments"); then why+="$left; "; fi
+  if [ -z "$why" ]; then
+    report "shm survivors" 1 "both failed $(printf '%.1f' "$took")s after the kill: $(grep -m1 -o 'shm allreduce: .*' "$WORK/shm-survivors-0.log")" "$log"
+  else
+    report "shm survivors" 0 "$why" "$log"
+  fi
+}
+
 for mode in "${MODES[@]}"; do
   for case in exit sigkill sigint; do
     run_case "$mode" "$case"
   done
   [ "$mode" = --gloo ] && unreachable_host
+  [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && shm_survivors
 done
 
 echo "$PASSED passed, $FAILED failed"

@@ -1,12 +1,17 @@
 // fault_worker: a rank for hvdrun's fault and multi-host tests. It loops
 // allreduce (Sum) on a small tensor and can fail on purpose:
 //
-//   fault_worker [--iters N] [--sleep-ms MS] [--exit-rank R --exit-at I
-//                [--exit-code C]] [--kill-rank R --kill-at I] [--tag TEXT]
+//   fault_worker [--iters N] [--sleep-ms MS] [--count ELEMENTS]
+//                [--exit-rank R --exit-at I [--exit-code C]]
+//                [--kill-rank R --kill-at I [--kill-after-ms MS]] [--tag TEXT]
 //
+// --count:  elements of the float32 tensor (default 16).
 // --exit-*: rank R exits with code C (default 1) at iteration I.
 // --kill-*: rank R raises SIGKILL on itself at iteration I, with a
-//           collective of the other ranks in flight.
+//           collective of the other ranks in flight: right after submitting
+//           it, or MS milliseconds later from another thread (with a large
+//           --count, while the data moves). It first prints
+//           "... raises SIGKILL at iteration I at T" (T: Unix time, seconds).
 // --tag:    ignored; a unique marker the tests find leftover processes by.
 // On success every rank prints one line:
 //   "fault_worker rank R of N host H result X ok netns net:[INODE]"
@@ -33,7 +38,8 @@ struct Flags {
   int iters = 10;
   int sleep_ms = 0;
   int exit_rank = -1, exit_at = 0, exit_code = 1;
-  int kill_rank = -1, kill_at = 0;
+  int kill_rank = -1, kill_at = 0, kill_after_ms = 0;
+  int count = 16;
 };
 
 Flags parse(int argc, char** argv) {
@@ -59,6 +65,10 @@ Flags parse(int argc, char** argv) {
       f.kill_rank = v;
     else if (a == "--kill-at")
       f.kill_at = v;
+    else if (a == "--kill-after-ms")
+      f.kill_after_ms = v;
+    else if (a == "--count")
+      f.count = v;
     else if (a == "--tag")
       continue;
     else {
@@ -80,7 +90,7 @@ int main(int argc, char** argv) {
     gethostname(host, sizeof host - 1);
     const char* listed = std::getenv("HOROVODCPP_HOSTNAME");
     std::string where = listed ? listed : host;
-    std::vector<float> values(16);
+    std::vector<float> values(static_cast<std::size_t>(std::max(1, f.count)));
     for (int it = 0; it < f.iters; ++it) {
       if (rank == f.exit_rank && it == f.exit_at) {
         std::fprintf(stderr, "fault_worker rank %d exits with code %d at iteration %d\n", rank,
@@ -91,9 +101,17 @@ int main(int argc, char** argv) {
       std::fill(values.begin(), values.end(), static_cast<float>(rank + 1));
       hvd::Work work = hvd::allreduce_async(hvd::view(values), "fault.t", hvd::ReduceOp::kSum);
       if (rank == f.kill_rank && it == f.kill_at) {
-        std::fprintf(stderr, "fault_worker rank %d raises SIGKILL at iteration %d\n", rank, it);
-        std::fflush(stderr);
-        raise(SIGKILL);
+        std::thread([rank, it, delay = f.kill_after_ms] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+          const double now =
+              std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+          std::fprintf(stderr, "fault_worker rank %d raises SIGKILL at iteration %d at %.3f\n",
+                       rank, it, now);
+          std::fflush(stderr);
+          raise(SIGKILL);
+        }).detach();
+        if (f.kill_after_ms == 0) std::this_thread::sleep_for(std::chrono::hours(1));
       }
       work.wait();
       const float expected = static_cast<float>(size) * static_cast<float>(size + 1) / 2.0f;

@@ -525,5 +525,122 @@ TEST(ScaleCopyTest, OutOfPlaceMatchesInPlaceAndKeepsSource) {
   }
 }
 
+// ---- reduce_many: n inputs in one pass ----
+
+constexpr DataType kManyDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kUInt16,
+                                    DataType::kInt16,   DataType::kInt32,   DataType::kInt64,
+                                    DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                    DataType::kFloat64, DataType::kBool};
+
+bool is_half_dtype(DataType dtype) {
+  return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
+}
+
+// The left fold of reduce_into over `inputs`; float16/bfloat16 folded in
+// float32 and rounded once; bool results 0/1.
+std::vector<unsigned char> fold_reference(DataType dtype, ReduceOp op,
+                                          const std::vector<std::vector<unsigned char>>& inputs,
+                                          std::size_t count) {
+  if (is_half_dtype(dtype)) {
+    std::vector<float> acc(count), x(count);
+    widen_to_float32(dtype, inputs[0].data(), acc.data(), count, 1.0);
+    for (std::size_t k = 1; k < inputs.size(); ++k) {
+      widen_to_float32(dtype, inputs[k].data(), x.data(), count, 1.0);
+      reduce_into(DataType::kFloat32, op, acc.data(), x.data(), count);
+    }
+    std::vector<unsigned char> out(count * 2);
+    narrow_from_float32(acc.data(), dtype, out.data(), count, 1.0, 1.0);
+    return out;
+  }
+  std::vector<unsigned char> acc = inputs[0];
+  if (dtype == DataType::kBool) {
+    for (unsigned char& b : acc) b = b != 0;
+  }
+  for (std::size_t k = 1; k < inputs.size(); ++k) {
+    reduce_into(dtype, op, acc.data(), inputs[k].data(), count);
+  }
+  return acc;
+}
+
+// Equal bits, except that any NaN matches any NaN (the payload a NaN sum
+// keeps depends on the operand order the compiler picks).
+::testing::AssertionResult same_elements(DataType dtype, const std::vector<unsigned char>& a,
+                                         const std::vector<unsigned char>& b) {
+  const std::size_t size = dtype_size(dtype);
+  for (std::size_t i = 0; i * size < a.size(); ++i) {
+    if (std::memcmp(&a[i * size], &b[i * size], size) == 0) continue;
+    bool both_nan = false;
+    if (dtype == DataType::kFloat32) {
+      float x, y;
+      std::memcpy(&x, &a[i * size], 4);
+      std::memcpy(&y, &b[i * size], 4);
+      both_nan = std::isnan(x) && std::isnan(y);
+    } else if (dtype == DataType::kFloat64) {
+      double x, y;
+      std::memcpy(&x, &a[i * size], 8);
+      std::memcpy(&y, &b[i * size], 8);
+      both_nan = std::isnan(x) && std::isnan(y);
+    } else if (is_half_dtype(dtype)) {
+      std::uint16_t x, y;
+      std::memcpy(&x, &a[i * size], 2);
+      std::memcpy(&y, &b[i * size], 2);
+      const std::uint16_t exp = dtype == DataType::kFloat16 ? 0x7c00 : 0x7f80;
+      both_nan = (x & 0x7fff) > exp && (y & 0x7fff) > exp;
+    }
+    if (!both_nan) return ::testing::AssertionFailure() << "element " << i << " differs";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(ReduceMany, MatchesFoldAndPortablePathInAndOutOfPlace) {
+  Rng rng(7);
+  for (DataType dtype : kManyDtypes) {
+    for (ReduceOp op : kOps) {
+      for (std::size_t n : {1, 2, 3, 4, 5}) {
+        for (std::size_t count : {0, 1, 63, 64, 65, 300, 1024, 2500}) {
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + reduce_op_name(op) + " n=" +
+                       std::to_string(n) + " count=" + std::to_string(count));
+          const std::size_t bytes = count * dtype_size(dtype);
+          std::vector<std::vector<unsigned char>> inputs(n, std::vector<unsigned char>(bytes));
+          for (auto& input : inputs) {
+            for (unsigned char& b : input) b = static_cast<unsigned char>(rng());
+          }
+          const std::vector<unsigned char> expected = fold_reference(dtype, op, inputs, count);
+          std::vector<const void*> srcs;
+          for (const auto& input : inputs) srcs.push_back(input.data());
+          std::vector<unsigned char> out(bytes, 0xAB), portable(bytes, 0xCD);
+          reduce_many(dtype, op, out.data(), srcs.data(), n, count);
+          detail::reduce_many_portable(dtype, op, portable.data(), srcs.data(), n, count);
+          EXPECT_TRUE(same_elements(dtype, out, expected));
+          EXPECT_TRUE(same_elements(dtype, portable, expected));
+          // In place: the output is the first input.
+          std::vector<std::vector<unsigned char>> copy = inputs;
+          srcs.front() = copy.front().data();
+          reduce_many(dtype, op, copy.front().data(), srcs.data(), n, count);
+          EXPECT_TRUE(same_elements(dtype, copy.front(), expected));
+        }
+      }
+    }
+  }
+}
+
+TEST(ReduceMany, HalfSumRoundsOnceOverAllInputs) {
+  const auto h = Float16Codec::make;
+  // 1 + 2^-11 + 2^-11: one rounding gives 1 + 2^-10; reduce_into twice gives 1.
+  const float16_t one = h(0x3c00), eps = h(0x1000);
+  const void* srcs[] = {&one, &eps, &eps};
+  float16_t out = h(0);
+  reduce_many(DataType::kFloat16, ReduceOp::kSum, &out, srcs, 3, 1);
+  EXPECT_EQ(out.bits, 0x3c01);
+}
+
+TEST(ReduceMany, RejectsAverageAndMissingInputs) {
+  float x = 1;
+  const void* srcs[] = {&x};
+  EXPECT_THROW(reduce_many(DataType::kFloat32, ReduceOp::kAverage, &x, srcs, 1, 1),
+               InvalidArgument);
+  EXPECT_THROW(reduce_many(DataType::kFloat32, ReduceOp::kSum, &x, srcs, 0, 1), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace hvd

@@ -1,0 +1,319 @@
+#include "backend/shm/shm_backend.h"
+
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <utility>
+
+#include "core/check.h"
+#include "core/env.h"
+#include "core/logging.h"
+#include "core/reduction.h"
+
+namespace hvd {
+namespace {
+
+// A name no other job on this host uses: rank 0's random bits, pid and clock.
+std::string fresh_segment_name() {
+  std::uint64_t bits = static_cast<std::uint64_t>(::getpid()) << 32;
+  bits ^= static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  try {
+    std::random_device device;
+    bits ^= (static_cast<std::uint64_t>(device()) << 32) | device();
+  } catch (const std::exception&) {
+    // No entropy source: pid and clock still tell jobs apart.
+  }
+  std::ostringstream name;
+  name << "/hvdcpp-" << std::hex << bits;
+  return name.str();
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(online) : 1;
+}
+
+void check_dtype(DataType dtype) {
+  HVD_CHECK(static_cast<unsigned>(dtype) < static_cast<unsigned>(kNumDataTypes), InvalidArgument,
+            "unknown dtype " << static_cast<int>(dtype));
+}
+
+void check_reduce_op(ReduceOp op) {
+  HVD_CHECK(op != ReduceOp::kAverage, InvalidArgument,
+            "the shm backend does not average; the core reduces with Sum and divides");
+  HVD_CHECK(op == ReduceOp::kSum || op == ReduceOp::kMin || op == ReduceOp::kMax ||
+                op == ReduceOp::kProduct,
+            InvalidArgument, "unknown reduce op " << static_cast<int>(op));
+}
+
+std::uint64_t chunks_of(std::size_t bytes, std::size_t chunk_bytes) {
+  return (bytes + chunk_bytes - 1) / chunk_bytes;
+}
+
+}  // namespace
+
+ShmOptions ShmOptions::from_environment() {
+  ShmOptions options;
+  const double seconds = env_double("SHM_TIMEOUT_SECONDS", 30.0);
+  HVD_CHECK(seconds > 0, InvalidArgument,
+            "HOROVODCPP_SHM_TIMEOUT_SECONDS must be positive, got " << seconds);
+  options.timeout =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
+  const long long slot = env_int("SHM_SLOT_BYTES", static_cast<long long>(options.slot_bytes));
+  HVD_CHECK(
+      slot >= 4096 && slot <= (1LL << 30) && slot % 4096 == 0, InvalidArgument,
+      "HOROVODCPP_SHM_SLOT_BYTES must be a multiple of 4096 between 4 KiB and 1 GiB, got " << slot);
+  options.slot_bytes = static_cast<std::size_t>(slot);
+  return options;
+}
+
+ShmBackend::ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
+                       const ShmOptions& options)
+    : inner_(std::move(inner)) {
+  HVD_CHECK(inner_ != nullptr, InvalidArgument, "ShmBackend needs an inner backend");
+  const Topology& topology = controller.topology();
+  rank_ = topology.rank;
+  size_ = topology.size;
+  HVD_CHECK(topology.local_size == topology.size, InvalidArgument,
+            "shm: the ranks span " << topology.cross_size << " hosts; shared memory needs one");
+
+  if (!map_segment(controller, options)) return;  // everything goes to `inner`
+  shm::WaitPolicy policy;
+  policy.timeout = options.timeout;
+  policy.spin = size_ <= usable_cpus();
+  pipeline_ = std::make_unique<shm::ChunkPipeline>(segment_, rank_, policy);
+  sources_.resize(size_);
+  HVD_LOG(Debug) << "shm: " << size_ << " ranks share " << segment_.geometry().total_bytes()
+                 << " bytes (" << segment_.geometry().stages << " stages of "
+                 << segment_.geometry().slot_bytes << "-byte slots)";
+}
+
+// The setup protocol, collective over `controller`: rank 0 creates the
+// segment and broadcasts its name and geometry (rank 0's settings decide),
+// or why it could not; the others map it; everyone reports back; rank 0
+// removes the name and broadcasts whether every rank has it mapped.
+bool ShmBackend::map_segment(Controller& controller, const ShmOptions& options) {
+  std::string& name = segment_name_;
+  std::string message;
+  if (rank_ == 0) {
+    name = fresh_segment_name();
+    shm::Geometry geometry{size_, options.slot_bytes, options.stages};
+    try {
+      segment_ = shm::ShmSegment::create(name, geometry);
+      message =
+          name + " " + std::to_string(options.slot_bytes) + " " + std::to_string(options.stages);
+    } catch (const Error& e) {
+      message = std::string("!") + e.what();
+    }
+  }
+  try {
+    message = controller.broadcast_from_root(message);
+    if (!message.empty() && message[0] == '!') {
+      if (rank_ == 0) {
+        HVD_LOG(Warning) << message.substr(1) << "; using " << inner_->name();
+      }
+      return false;
+    }
+    std::string error;
+    if (rank_ != 0) {
+      shm::Geometry geometry{size_, 0, 0};
+      std::istringstream fields(message);
+      fields >> name >> geometry.slot_bytes >> geometry.stages;
+      try {
+        segment_ = shm::ShmSegment::open(name, geometry);
+      } catch (const Error& e) {
+        error = e.what();
+      }
+    }
+    if (segment_.mapped()) segment_.record(rank_).process = shm::this_process();
+
+    // Once everybody has tried to map it, the name goes: from here on the
+    // memory disappears with the last process that maps it, even after SIGKILL.
+    const std::vector<std::string> errors = controller.gather_to_root(error);
+    std::string decision;
+    if (rank_ == 0) {
+      shm::ShmSegment::unlink(name);
+      for (int r = 0; r < size_; ++r) {
+        if (!errors[r].empty()) decision += "rank " + std::to_string(r) + ": " + errors[r] + "; ";
+      }
+    }
+    decision = controller.broadcast_from_root(decision);
+    shm::ShmSegment::unlink(name);  // gone already, unless rank 0 could not
+    if (!decision.empty()) {
+      if (rank_ == 0) {
+        HVD_LOG(Warning) << "shm: " << decision << "using " << inner_->name();
+      }
+      segment_ = shm::ShmSegment();
+      return false;
+    }
+  } catch (...) {
+    // A rank failed during setup: nobody will use the segment.
+    if (!name.empty()) ::shm_unlink(name.c_str());
+    throw;
+  }
+  return true;
+}
+
+BackendCapabilities ShmBackend::capabilities() const {
+  if (!active()) return inner_->capabilities();
+  BackendCapabilities capabilities;
+  capabilities.half_reduction_in_float32 = false;
+  return capabilities;
+}
+
+void ShmBackend::allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
+  check_dtype(dtype);
+  check_reduce_op(op);
+  if (!active()) return inner_->allreduce(buffer, count, dtype, op);
+  auto* bytes = static_cast<unsigned char*>(buffer);
+  reduce_chunks("allreduce", bytes, count, dtype, op, 0, count, bytes);
+}
+
+void ShmBackend::reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
+                               DataType dtype, ReduceOp op) {
+  check_dtype(dtype);
+  check_reduce_op(op);
+  HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(size_), InvalidArgument,
+               "reducescatter needs one count per rank");
+  if (!active()) return inner_->reducescatter(buffer, output, counts, dtype, op);
+  std::size_t total = 0, my_offset = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) my_offset = total;
+    total += counts[r];
+  }
+  reduce_chunks("reducescatter", static_cast<unsigned char*>(buffer), total, dtype, op, my_offset,
+                my_offset + counts[rank_], static_cast<unsigned char*>(output));
+}
+
+void ShmBackend::reduce_chunks(const char* what, unsigned char* buffer, std::size_t count,
+                               DataType dtype, ReduceOp op, std::size_t keep_begin,
+                               std::size_t keep_end, unsigned char* out) {
+  const std::size_t element = dtype_size(dtype);
+  const std::size_t chunk = segment_.geometry().slot_bytes / element;  // elements per chunk
+  // Shares start on cache lines: no two ranks write to one line of a slot.
+  const std::size_t align = std::max<std::size_t>(1, shm::kCacheLine / element);
+  const int size = size_;
+  // First element (within a chunk of m) of rank r's share.
+  auto share = [size, align](std::size_t m, int r) {
+    return r == size ? m : m * static_cast<std::size_t>(r) / size / align * align;
+  };
+  auto length = [count, chunk](std::uint64_t c) { return std::min(chunk, count - c * chunk); };
+
+  // Everything but this rank's own share: that one it reads from `buffer`.
+  auto fill = [&](std::uint64_t c, int stage) {
+    const std::size_t m = length(c), lo = share(m, rank_), hi = share(m, rank_ + 1);
+    const unsigned char* from = buffer + c * chunk * element;
+    unsigned char* slot = segment_.slot(stage, rank_);
+    std::memcpy(slot, from, lo * element);
+    std::memcpy(slot + hi * element, from + hi * element, (m - hi) * element);
+  };
+  auto reduce = [&](std::uint64_t c, int stage) {
+    const std::size_t m = length(c), lo = share(m, rank_), hi = share(m, rank_ + 1);
+    if (hi == lo) return;
+    for (int r = 0; r < size; ++r) {
+      sources_[r] =
+          r == rank_ ? buffer + (c * chunk + lo) * element : segment_.slot(stage, r) + lo * element;
+    }
+    reduce_many(dtype, op, segment_.slot(stage, rank_) + lo * element, sources_.data(),
+                sources_.size(), hi - lo);
+  };
+  // Every rank's share of the result that falls in [keep_begin, keep_end).
+  auto drain = [&](std::uint64_t c, int stage) {
+    const std::size_t begin = c * chunk, m = length(c);
+    for (int r = 0; r < size; ++r) {
+      const std::size_t lo = std::max(begin + share(m, r), keep_begin);
+      const std::size_t hi = std::min(begin + share(m, r + 1), keep_end);
+      if (lo >= hi) continue;
+      std::memcpy(out + (lo - keep_begin) * element,
+                  segment_.slot(stage, r) + (lo - begin) * element, (hi - lo) * element);
+    }
+  };
+  pipeline_->run(what, chunks_of(count, chunk), /*reduces=*/true, fill, reduce, drain);
+}
+
+void ShmBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int root) {
+  check_dtype(dtype);
+  HVD_CHECK(root >= 0 && root < size_, InvalidArgument,
+            "broadcast root " << root << " is not a rank of a job of size " << size_);
+  if (!active()) return inner_->broadcast(buffer, count, dtype, root);
+  if (size_ == 1) return;
+  // The root fills a whole stage (every rank's slot of it) per chunk.
+  auto* bytes = static_cast<unsigned char*>(buffer);
+  const std::size_t total = count * dtype_size(dtype);
+  const std::size_t chunk = segment_.geometry().slot_bytes * size_;
+  auto length = [total, chunk](std::uint64_t c) { return std::min(chunk, total - c * chunk); };
+  auto fill = [&](std::uint64_t c, int stage) {
+    if (rank_ == root) std::memcpy(segment_.slot(stage, 0), bytes + c * chunk, length(c));
+  };
+  auto drain = [&](std::uint64_t c, int stage) {
+    if (rank_ != root) std::memcpy(bytes + c * chunk, segment_.slot(stage, 0), length(c));
+  };
+  pipeline_->run(
+      "broadcast", chunks_of(total, chunk), /*reduces=*/false, fill, [](std::uint64_t, int) {},
+      drain);
+}
+
+void ShmBackend::allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
+                            DataType dtype) {
+  check_dtype(dtype);
+  HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(size_), InvalidArgument,
+               "allgatherv needs one count per rank");
+  if (!active()) return inner_->allgatherv(input, output, counts, dtype);
+  const std::size_t element = dtype_size(dtype);
+  auto* out = static_cast<unsigned char*>(output);
+  const auto* in = static_cast<const unsigned char*>(input);
+  std::vector<std::size_t>& offsets = offsets_;  // bytes
+  offsets.assign(size_ + 1, 0);
+  std::size_t largest = 0;
+  for (int r = 0; r < size_; ++r) {
+    offsets[r + 1] = offsets[r] + counts[r] * element;
+    largest = std::max(largest, counts[r] * element);
+  }
+  const std::size_t mine = counts[rank_] * element;
+  if (mine > 0 && in != out + offsets[rank_]) std::memcpy(out + offsets[rank_], in, mine);
+  // Chunk c of rank r is bytes [c * slot, (c + 1) * slot) of its part.
+  const std::size_t slot = segment_.geometry().slot_bytes;
+  auto piece = [slot](std::size_t bytes, std::uint64_t c) {
+    return c * slot >= bytes ? 0 : std::min(slot, bytes - c * slot);
+  };
+  auto fill = [&](std::uint64_t c, int stage) {
+    const std::size_t bytes = piece(mine, c);
+    if (bytes > 0) std::memcpy(segment_.slot(stage, rank_), in + c * slot, bytes);
+  };
+  auto drain = [&](std::uint64_t c, int stage) {
+    for (int r = 0; r < size_; ++r) {
+      const std::size_t bytes = piece(offsets[r + 1] - offsets[r], c);
+      if (r == rank_ || bytes == 0) continue;
+      std::memcpy(out + offsets[r] + c * slot, segment_.slot(stage, r), bytes);
+    }
+  };
+  pipeline_->run(
+      "allgatherv", chunks_of(largest, slot), /*reduces=*/false, fill, [](std::uint64_t, int) {},
+      drain);
+}
+
+void ShmBackend::alltoallv(const void* input, const std::vector<std::size_t>& send_counts,
+                           void* output, const std::vector<std::size_t>& recv_counts,
+                           DataType dtype) {
+  inner_->alltoallv(input, send_counts, output, recv_counts, dtype);
+}
+
+std::unique_ptr<Backend> maybe_use_shm(std::unique_ptr<Backend> backend, Controller& controller) {
+  const Topology& topology = controller.topology();
+  if (topology.size < 2 || topology.local_size != topology.size) return backend;
+  // Rank 0's setting decides for all: ranks that disagreed would run
+  // different setup collectives and hang.
+  const bool wanted = env_int("SHM", 1) != 0;
+  if (controller.broadcast_from_root(wanted ? "1" : "0") == "0") return backend;
+  return std::make_unique<ShmBackend>(std::move(backend), controller);
+}
+
+}  // namespace hvd

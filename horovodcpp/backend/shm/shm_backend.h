@@ -1,0 +1,99 @@
+// ShmBackend: collectives through one shared-memory segment when every rank
+// of the transport runs on this host. It decorates the transport's own
+// backend (the inner one), which still runs alltoallv, and everything when
+// the segment could not be set up.
+//
+// Allreduce and reducescatter are a pipelined reduce-scatter + allgather
+// over the segment (shm_pipeline.h): each rank copies a chunk of its buffer
+// into its slot, reduces its share of the chunk across all slots (in rank
+// order, in one pass: reduce_many), and copies every share of the result
+// out. Each element is thus reduced by one rank only, so every rank gets
+// the same bits. Broadcast and allgatherv stream through the slots the same
+// way without the reduce step.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/shm/shm_pipeline.h"
+#include "backend/shm/shm_segment.h"
+#include "core/backend.h"
+#include "core/controller.h"
+
+namespace hvd {
+
+struct ShmOptions {
+  // One rank's slot per stage. 256 KiB measured best on 2 cores (2 and 4
+  // ranks, 1-64 MiB; bench/README.md): large enough that a chunk's steps
+  // cost more than the waits between them, small enough to stay in cache.
+  std::size_t slot_bytes = std::size_t{256} << 10;
+  int stages = 4;
+  std::chrono::nanoseconds timeout = std::chrono::seconds(30);
+
+  // HOROVODCPP_SHM_TIMEOUT_SECONDS, HOROVODCPP_SHM_SLOT_BYTES.
+  static ShmOptions from_environment();
+};
+
+class ShmBackend : public Backend {
+ public:
+  // Collective over `controller`'s ranks, which must all be on this host.
+  // Rank 0 creates the segment under a fresh name and tells the others; once
+  // every rank has mapped it, the name is removed, so nothing is left in
+  // /dev/shm however the job ends. If any rank cannot map it, every rank
+  // logs why and delegates everything to `inner`.
+  ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
+             const ShmOptions& options = ShmOptions::from_environment());
+
+  const char* name() const override { return active() ? "shm" : inner_->name(); }
+  // False: the core stages float16/bfloat16 Sum/Product through float32, so
+  // that Average and scale factors round once as documented. (Halves this
+  // backend gets directly are still accumulated in float32, rounded once.)
+  BackendCapabilities capabilities() const override;
+
+  void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;
+  void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
+                  DataType dtype) override;
+  void broadcast(void* buffer, std::size_t count, DataType dtype, int root) override;
+  // Delegated to the inner backend.
+  void alltoallv(const void* input, const std::vector<std::size_t>& send_counts, void* output,
+                 const std::vector<std::size_t>& recv_counts, DataType dtype) override;
+  // The allreduce's pipeline, each rank copying out only its own share.
+  void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
+                     DataType dtype, ReduceOp op) override;
+
+  // Whether the segment is in use (false: everything goes to the inner backend).
+  bool active() const { return pipeline_ != nullptr; }
+  Backend& inner() { return *inner_; }
+  // The segment's name ("/hvdcpp-..."), already removed from /dev/shm.
+  const std::string& segment_name() const { return segment_name_; }
+
+ private:
+  // Creates (rank 0) or opens the segment; false, on every rank, if some
+  // rank could not map it.
+  bool map_segment(Controller& controller, const ShmOptions& options);
+  // Reduces `count` elements of `buffer` across ranks; each rank's drain
+  // copies the elements in [keep_begin, keep_end) to out + (i - keep_begin).
+  void reduce_chunks(const char* what, unsigned char* buffer, std::size_t count, DataType dtype,
+                     ReduceOp op, std::size_t keep_begin, std::size_t keep_end, unsigned char* out);
+
+  std::unique_ptr<Backend> inner_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::string segment_name_;
+  shm::ShmSegment segment_;
+  std::unique_ptr<shm::ChunkPipeline> pipeline_;
+  // Per-call scratch, kept to avoid allocations: reduce_many's inputs and
+  // allgatherv's byte offsets.
+  std::vector<const void*> sources_;
+  std::vector<std::size_t> offsets_;
+};
+
+// The transport hook: wraps `backend` in a ShmBackend when the job has more
+// than one rank, all on this host, and HOROVODCPP_SHM is not 0 on rank 0.
+// Collective over `controller` in that case.
+std::unique_ptr<Backend> maybe_use_shm(std::unique_ptr<Backend> backend, Controller& controller);
+
+}  // namespace hvd

@@ -1,0 +1,87 @@
+#include "backend/shm/shm_pipeline.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "core/check.h"
+
+namespace hvd {
+namespace shm {
+
+ChunkPipeline::ChunkPipeline(const ShmSegment& segment, int rank, WaitPolicy policy)
+    : segment_(segment),
+      rank_(rank),
+      ranks_(segment.geometry().ranks),
+      stages_(static_cast<std::uint64_t>(segment.geometry().stages)),
+      policy_(policy),
+      watched_(static_cast<std::size_t>(ranks_)) {
+  for (int r = 0; r < ranks_; ++r) watched_[r] = process_alive(segment.record(r).process);
+}
+
+bool ChunkPipeline::all_at_least(Counter counter, std::uint64_t value) const {
+  for (int r = 0; r < ranks_; ++r) {
+    if (segment_.record(r).counters[counter].value.load(std::memory_order_acquire) < value) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void ChunkPipeline::publish(Counter counter, std::uint64_t value) const {
+  segment_.record(rank_).counters[counter].value.store(value, std::memory_order_release);
+  ring(segment_.header().doorbell);
+}
+
+void ChunkPipeline::check_usable(const char* what) const {
+  HVD_CHECK(!broken_, RankFailure,
+            "shm " << what
+                   << ": the shared-memory path failed in an earlier collective; the "
+                      "ranks are no longer in step");
+}
+
+void ChunkPipeline::give_up(const char* reason) {
+  broken_ = true;
+  Header& header = segment_.header();
+  std::int32_t none = -1;
+  if (!header.failed_rank.compare_exchange_strong(none, rank_, std::memory_order_acq_rel)) return;
+  std::strncpy(header.failed_reason, reason, sizeof header.failed_reason - 1);
+  header.failed_reason[sizeof header.failed_reason - 1] = '\0';
+  header.failed_reason_ready.store(1, std::memory_order_release);
+}
+
+void ChunkPipeline::check_peers(const char* what, Counter counter, std::uint64_t needed,
+                                std::uint64_t base, std::uint64_t chunks,
+                                const Backoff& backoff) const {
+  static const char* const kSteps[] = {"copied in", "reduced", "copied out"};
+  // The chunk waited for, counted in this call (a slot's previous user may
+  // belong to the call before: then it is negative).
+  const long long chunk = static_cast<long long>(needed - 1) - static_cast<long long>(base);
+  std::ostringstream behind;
+  for (int r = 0; r < ranks_; ++r) {
+    const RankRecord& record = segment_.record(r);
+    if (record.counters[counter].value.load(std::memory_order_acquire) >= needed) continue;
+    HVD_CHECK(!watched_[r] || process_alive(record.process), RankFailure,
+              "shm " << what << ": rank " << r << " (pid " << record.process.pid
+                     << ") died; this rank waited for it to have " << kSteps[counter] << " chunk "
+                     << chunk << " of " << chunks);
+    behind << (behind.tellp() > 0 ? ", " : "") << r;
+  }
+  const Header& header = segment_.header();
+  const std::int32_t failed = header.failed_rank.load(std::memory_order_acquire);
+  if (failed >= 0 && failed != rank_) {
+    const bool told = header.failed_reason_ready.load(std::memory_order_acquire) != 0;
+    HVD_THROW(RankFailure, "shm " << what << ": rank " << failed << " gave up on the "
+                                  << "shared-memory segment: "
+                                  << (told ? header.failed_reason : "(no reason yet)"));
+  }
+  HVD_CHECK(!backoff.expired(), RankFailure,
+            "shm " << what << ": "
+                   << (behind.str().find(',') == std::string::npos ? "rank " : "ranks ")
+                   << behind.str() << " did not get chunk " << chunk << " of " << chunks << " "
+                   << kSteps[counter] << " within "
+                   << std::chrono::duration<double>(policy_.timeout).count()
+                   << " s (HOROVODCPP_SHM_TIMEOUT_SECONDS)");
+}
+
+}  // namespace shm
+}  // namespace hvd

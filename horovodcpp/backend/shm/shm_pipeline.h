@@ -1,0 +1,118 @@
+// ChunkPipeline: runs one collective on the segment as a stream of chunks,
+// each going through three steps on every rank:
+//   fill    this rank copies its part of the chunk into its slot
+//   reduce  once every rank has filled it, this rank reduces its share of
+//           the chunk across all slots (skipped by collectives that only move data)
+//   drain   once every rank has reduced it, this rank copies out the result
+// The segment has `stages` slots per rank, so a rank fills chunk c+1, c+2,
+// ... while the others still reduce or drain chunk c: large tensors stream
+// through a fixed amount of memory. A slot is refilled only after every rank
+// has drained the chunk that used it before.
+//
+// Steps are published as per-rank counters (release) and read by the others
+// (acquire), then the doorbell rings. The loop does whatever step is
+// possible, the reduce first (the others wait for it), and waits
+// (shm_wait.h) only when none is.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <vector>
+
+#include "backend/shm/shm_segment.h"
+#include "backend/shm/shm_wait.h"
+
+namespace hvd {
+namespace shm {
+
+class ChunkPipeline {
+ public:
+  // Every rank's record must hold its process identity by now.
+  ChunkPipeline(const ShmSegment& segment, int rank, WaitPolicy policy);
+
+  // fill(chunk, stage), reduce(chunk, stage), drain(chunk, stage); chunks
+  // are numbered from 0 within this call. Every rank must call run with the
+  // same number of chunks. Throws RankFailure when a peer dies or gives up or
+  // the timeout passes; the pipeline is unusable afterwards (the ranks no
+  // longer agree on the chunk numbers), so later calls throw too.
+  template <typename Fill, typename Reduce, typename Drain>
+  void run(const char* what, std::uint64_t chunks, bool reduces, Fill&& fill, Reduce&& reduce,
+           Drain&& drain);
+
+ private:
+  int stage_of(std::uint64_t chunk) const { return static_cast<int>(chunk % stages_); }
+  bool all_at_least(Counter counter, std::uint64_t value) const;
+  void publish(Counter counter, std::uint64_t value) const;
+  void check_usable(const char* what) const;
+  // Throws if a rank this one waits for (counter below `needed`) has died or
+  // a peer gave up; past the timeout, throws naming the ranks behind. `base`
+  // and `chunks` place the chunk in this call, for the message.
+  void check_peers(const char* what, Counter counter, std::uint64_t needed, std::uint64_t base,
+                   std::uint64_t chunks, const Backoff& backoff) const;
+  // Marks the pipeline broken and tells the peers why (header.failed_*).
+  void give_up(const char* reason);
+
+  const ShmSegment& segment_;
+  const int rank_;
+  const int ranks_;
+  const std::uint64_t stages_;
+  const WaitPolicy policy_;
+  // Peers whose process this rank could see at setup: only those are
+  // checked for liveness (one in another pid namespace would look dead).
+  std::vector<bool> watched_;
+  std::uint64_t next_chunk_ = 0;  // chunk number the next call starts at
+  bool broken_ = false;
+};
+
+template <typename Fill, typename Reduce, typename Drain>
+void ChunkPipeline::run(const char* what, std::uint64_t chunks, bool reduces, Fill&& fill,
+                        Reduce&& reduce, Drain&& drain) {
+  check_usable(what);
+  if (chunks == 0) return;
+  const std::uint64_t base = next_chunk_;
+  const std::uint64_t end = base + chunks;
+  std::uint64_t filled = base, reduced = base, drained = base;
+  Backoff backoff(policy_, segment_.header().doorbell);
+  try {
+    while (drained < end) {
+      const std::uint32_t rings = backoff.rings();  // before looking at the counters
+      bool progress = false;
+      if (reduced < filled && all_at_least(kFilled, reduced + 1)) {
+        reduce(reduced - base, stage_of(reduced));
+        publish(kReduced, ++reduced);
+        progress = true;
+      }
+      // The slot of chunk `filled` was last used by chunk filled - stages.
+      if (filled < end && (filled < stages_ || all_at_least(kDrained, filled - stages_ + 1))) {
+        fill(filled - base, stage_of(filled));
+        publish(kFilled, ++filled);
+        if (!reduces) publish(kReduced, reduced = filled);  // counters stay in step
+        progress = true;
+      }
+      if (drained < reduced && all_at_least(kReduced, drained + 1)) {
+        drain(drained - base, stage_of(drained));
+        publish(kDrained, ++drained);
+        progress = true;
+      }
+      if (progress) {
+        backoff.reset();
+      } else if (backoff.wait(rings)) {
+        // What this rank waits for, in the loop's order of preference.
+        if (drained < reduced) {
+          check_peers(what, kReduced, drained + 1, base, chunks, backoff);
+        } else if (reduced < filled) {
+          check_peers(what, kFilled, reduced + 1, base, chunks, backoff);
+        } else {
+          check_peers(what, kDrained, filled - stages_ + 1, base, chunks, backoff);
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    give_up(e.what());
+    throw;
+  }
+  next_chunk_ = end;
+}
+
+}  // namespace shm
+}  // namespace hvd

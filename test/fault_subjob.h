@@ -1,0 +1,103 @@
+// Fault sub-jobs for the transport suites: a few processes of the test
+// binary itself, started as the ranks of a Gloo job on this host (meeting in
+// a file store), one of which dies or hangs on purpose. The suite's main
+// recognises its child flag and runs the scenario; the parent checks how the
+// survivors exited.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+namespace hvd {
+namespace fault_subjob {
+
+// Starts rank `rank` of a `ranks`-rank job: `self` with `args`, our
+// environment minus HOROVODCPP_*/HOROVOD_* (the sub-job's job description
+// replaces ours), plus HOROVODCPP_RANK ... _CROSS_SIZE, _GLOO_FILE_STORE and
+// `settings` (names without the HOROVODCPP_ prefix). Returns the pid.
+inline pid_t spawn_rank(const std::string& self, const std::vector<std::string>& args, int rank,
+                        int ranks, const std::string& store,
+                        const std::vector<std::pair<std::string, std::string>>& settings) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("HOROVODCPP_", 0) == 0 || entry.rfind("HOROVOD_", 0) == 0) continue;
+    env_strings.push_back(entry);
+  }
+  std::vector<std::pair<std::string, std::string>> all = {{"RANK", std::to_string(rank)},
+                                                          {"SIZE", std::to_string(ranks)},
+                                                          {"LOCAL_RANK", std::to_string(rank)},
+                                                          {"LOCAL_SIZE", std::to_string(ranks)},
+                                                          {"CROSS_RANK", "0"},
+                                                          {"CROSS_SIZE", "1"},
+                                                          {"GLOO_FILE_STORE", store}};
+  all.insert(all.end(), settings.begin(), settings.end());
+  for (const auto& [name, value] : all) env_strings.push_back("HOROVODCPP_" + name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings = {self};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execve(self.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits up to `limit` for the first `survivors` pids to exit, then kills and
+// reaps whatever is left (the victim, hung survivors). Returns the
+// survivors' wait statuses; empty where one hung.
+inline std::vector<std::optional<int>> reap(const std::vector<pid_t>& pids, int survivors,
+                                            std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::vector<std::optional<int>> status(pids.size());
+  for (int r = 0; r < survivors; ++r) {
+    int raw = 0;
+    while (waitpid(pids[r], &raw, WNOHANG) == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    status[r] = raw;
+  }
+  for (std::size_t r = 0; r < pids.size(); ++r) {
+    if (static_cast<int>(r) < survivors && status[r]) continue;
+    kill(pids[r], SIGKILL);
+    waitpid(pids[r], nullptr, 0);
+  }
+  status.resize(survivors);
+  return status;
+}
+
+// A survivor's status is a normal exit with `expected`; `codes` explains
+// the other exit codes in the failure message.
+inline ::testing::AssertionResult exited_with(const std::optional<int>& status, int expected,
+                                              const std::string& codes) {
+  if (!status) return ::testing::AssertionFailure() << "hung";
+  if (!WIFEXITED(*status)) {
+    return ::testing::AssertionFailure()
+           << "crashed with signal " << (WIFSIGNALED(*status) ? WTERMSIG(*status) : 0);
+  }
+  if (WEXITSTATUS(*status) != expected) {
+    return ::testing::AssertionFailure() << "exit code " << WEXITSTATUS(*status) << " " << codes;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace fault_subjob
+}  // namespace hvd

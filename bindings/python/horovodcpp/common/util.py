@@ -1,5 +1,4 @@
-"""Argument handling every framework front end shares (the torch front end
-still has its own copies)."""
+"""Argument handling every framework front end shares."""
 import warnings
 
 from horovodcpp.common.basics import Average, Sum

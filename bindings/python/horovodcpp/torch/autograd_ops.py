@@ -18,6 +18,7 @@ import torch
 from horovodcpp import _core
 from horovodcpp.common.basics import Average, Max, Min, Product, Sum
 from horovodcpp.common.process_sets import global_process_set
+from horovodcpp.common.util import resolve_op
 from horovodcpp.torch import mpi_ops
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.handles import synchronize
@@ -89,7 +90,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     of `process_set` (default: all), as a new tensor; `op` defaults to
     Average. Differentiable. `compression` (e.g. Compression.fp16) converts
     the tensor for the transfer."""
-    op = mpi_ops._resolve_op(op, average)
+    op = resolve_op(op, average)
     return _compressed(compression, [tensor], lambda t: [HorovodAllreduce.apply(
         t, name, op, prescale_factor, postscale_factor, process_set)])[0]
 
@@ -120,7 +121,7 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
     """allreduce of a list of tensors as one group; returns a list."""
     if not tensors:
         return []
-    op = mpi_ops._resolve_op(op, average)
+    op = resolve_op(op, average)
     return _compressed(compression, tensors, lambda *ts: HorovodGroupedAllreduce.apply(
         name, op, prescale_factor, postscale_factor, process_set, *ts))
 

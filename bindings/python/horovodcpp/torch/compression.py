@@ -2,49 +2,20 @@
 Compression.none, Compression.fp16 and Compression.bf16."""
 import torch
 
-
-class Compressor:
-    """Converts a tensor before the collective and back after it."""
-
-    @staticmethod
-    def compress(tensor):
-        """Returns (tensor to send, context for decompress)."""
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
+from horovodcpp.common.compression import (  # noqa: F401
+    Compressor, NoneCompressor, cast_compressor)
 
 
-class NoneCompressor(Compressor):
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+def _is_floating(tensor):
+    return tensor.dtype.is_floating_point
 
 
-def _cast_compressor(wire_dtype):
-    """Sends floating-point tensors as `wire_dtype`, restores their dtype."""
-
-    class CastCompressor(Compressor):
-        @staticmethod
-        def compress(tensor):
-            if tensor.dtype.is_floating_point and tensor.dtype != wire_dtype:
-                return tensor.to(wire_dtype), tensor.dtype
-            return tensor, None
-
-        @staticmethod
-        def decompress(tensor, ctx):
-            return tensor if ctx is None else tensor.to(ctx)
-
-    return CastCompressor
+def _cast(tensor, dtype):
+    return tensor.to(dtype)
 
 
-FP16Compressor = _cast_compressor(torch.float16)
-BF16Compressor = _cast_compressor(torch.bfloat16)
+FP16Compressor = cast_compressor(torch.float16, _is_floating, _cast)
+BF16Compressor = cast_compressor(torch.bfloat16, _is_floating, _cast)
 
 
 class Compression:

@@ -8,7 +8,6 @@ tensor (or one the core allocated). Names get the operation as prefix
 ("allreduce.<name>"), as in Horovod; unnamed operations get automatic names,
 which match across ranks only if every rank issues them in the same order.
 """
-import warnings
 
 import torch
 from torch.utils.dlpack import from_dlpack
@@ -17,6 +16,7 @@ from horovodcpp import _core
 from horovodcpp.common.basics import Average, Sum
 from horovodcpp.common.process_sets import core_set as _core_set
 from horovodcpp.common.process_sets import global_process_set
+from horovodcpp.common.util import resolve_op
 from horovodcpp.torch.handles import poll, register, synchronize  # noqa: F401
 
 _SUPPORTED_DTYPES = {
@@ -53,19 +53,6 @@ def _name(prefix, name):
     return "" if name is None else "{}.{}".format(prefix, name)
 
 
-def _resolve_op(op, average):
-    # Horovod's deprecated `average` argument.
-    if op is not None:
-        if average is not None:
-            raise ValueError("The op parameter supersedes average. Please provide only one of them.")
-        return op
-    if average is not None:
-        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
-                      DeprecationWarning)
-        return Average if average else Sum
-    return Average
-
-
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set):
     ps = _core_set(process_set)
     if output is tensor:
@@ -84,7 +71,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     into a new tensor:
     postscale_factor * op(prescale_factor * tensor). `op` defaults to Average
     (Sum, Min, Max, Product also work). Returns a handle for synchronize()."""
-    op = _resolve_op(op, average)
+    op = resolve_op(op, average)
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
     return _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
                             process_set)
@@ -93,7 +80,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=global_process_set):
     """allreduce_async in place: the result replaces `tensor`'s contents."""
-    op = _resolve_op(op, average)
+    op = resolve_op(op, average)
     return _allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor,
                             process_set)
 
@@ -123,7 +110,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     """Starts reducing a list of tensors as one group: negotiated together and
     fused into as few backend calls as possible. synchronize() returns the
     list of results."""
-    op = _resolve_op(op, average)
+    op = resolve_op(op, average)
     outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
     return _grouped_allreduce_async(list(tensors), outputs, name, op, prescale_factor,
                                     postscale_factor, process_set)
@@ -132,7 +119,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set):
     """grouped_allreduce_async in place."""
-    op = _resolve_op(op, average)
+    op = resolve_op(op, average)
     tensors = list(tensors)
     return _grouped_allreduce_async(tensors, tensors, name, op, prescale_factor,
                                     postscale_factor, process_set)

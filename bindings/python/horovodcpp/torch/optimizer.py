@@ -9,15 +9,10 @@ import torch
 
 from horovodcpp.common.basics import Average
 from horovodcpp.common.process_sets import global_process_set
+from horovodcpp.common.util import gradient_groups, split_evenly
 from horovodcpp.torch import mpi_ops
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.handles import synchronize
-
-
-def _split_evenly(items, parts):
-    size, extra = divmod(len(items), parts)
-    bounds = [i * size + min(i, extra) for i in range(parts + 1)]
-    return [items[bounds[i]:bounds[i + 1]] for i in range(parts) if bounds[i] < bounds[i + 1]]
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -37,7 +32,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         # one grouped allreduce once all its members' gradients are ready.
         trainable = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
         if isinstance(groups, int):
-            group_lists = _split_evenly(trainable, groups) if groups > 0 else []
+            group_lists = split_evenly(trainable, groups) if groups > 0 else []
         else:
             group_lists = [list(g) for g in groups or []]
         self._unit_of = {p: (p,) for p in trainable}
@@ -206,15 +201,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     sparse_as_dense: reduce sparse gradients as dense tensors (else they are
         gathered as indices and values).
     """
-    if gradient_predivide_factor != 1.0 and op != Average:
-        raise ValueError("gradient_predivide_factor not supported with op != Average")
-    if num_groups != 0:
-        warnings.warn("Parameter `num_groups` has been replaced by `groups`.", DeprecationWarning)
-        if groups is None:
-            groups = num_groups
-    if groups is not None and not (isinstance(groups, list) or groups >= 0):
-        raise ValueError("groups should be a non-negative integer or a list of list of "
-                         "torch.Tensor.")
+    groups = gradient_groups(op, gradient_predivide_factor, num_groups, groups, "torch.Tensor")
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     distributed = cls(optimizer.param_groups, named_parameters, compression,

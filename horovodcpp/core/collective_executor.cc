@@ -90,8 +90,7 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& respons
     for (std::size_t i : group) members.push_back(&entries[i]);
     try {
       if (members.front()->request.device.type == DeviceType::kCUDA) {
-        check_device_group(*runs[group.front()], *members.front());
-        device_->allreduce(members, contributors(*runs[group.front()]));
+        run_on_device(*runs[group.front()], members);
         continue;  // device_ completes the Works
       }
       allreduce(members, contributors(*runs[group.front()]));
@@ -128,7 +127,7 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
       return;
     }
     if (entry.request.device.type == DeviceType::kCUDA) {
-      execute_on_device(response, entry);
+      run_on_device(response, {&entry});
       return;
     }
     Tensor output;
@@ -173,25 +172,67 @@ void CollectiveExecutor::check_device_group(const Response& response,
                                             const TensorEntry& first) const {
   HVD_CHECK(device_ != nullptr, InvalidArgument,
             op_type_name(response.op_type)
-                << " of tensor '" << response.name << "': tensors on "
-                << first.request.device.str()
-                << " need a build with NCCL and HOROVODCPP_GPU_OPERATIONS=nccl (staging CUDA "
-                   "tensors through MPI or Gloo is not implemented yet)");
+                << " of tensor '" << response.name << "': tensors on " << first.request.device.str()
+                << " need a build with CUDA (this one has none)");
   HVD_CHECK(response.joined_ranks.empty(), InvalidArgument,
             op_type_name(response.op_type) << " of tensor '" << response.name
                                            << "': join() with CUDA tensors is not supported yet");
 }
 
-void CollectiveExecutor::execute_on_device(const Response& response, const TensorEntry& entry) {
-  check_device_group(response, entry);
+void CollectiveExecutor::run_on_device(const Response& response,
+                                       const std::vector<const TensorEntry*>& group) {
+  check_device_group(response, *group.front());
+  if (HostStaging* staging = device_->staging()) return run_staged(*staging, response, group);
   switch (response.op_type) {
-    case OpType::kAllreduce: return device_->allreduce({&entry}, contributors(response));
-    case OpType::kBroadcast: return device_->broadcast(entry);
+    case OpType::kAllreduce: return device_->allreduce(group, contributors(response));
+    case OpType::kBroadcast: return device_->broadcast(*group.front());
+    default:
+      HVD_THROW(InvalidArgument,
+                op_type_name(response.op_type)
+                    << " of tensor '" << response.name
+                    << "': not supported yet for CUDA tensors on " << device_->name()
+                    << " (allreduce and broadcast are; HOROVODCPP_GPU_OPERATIONS=gloo or mpi "
+                       "stages every collective through host memory)");
+  }
+}
+
+// The CPU paths run unchanged on host copies of the entries: fusion,
+// scaling, Average and float16/bfloat16 in float32 behave as for CPU tensors.
+void CollectiveExecutor::run_staged(HostStaging& staging, const Response& response,
+                                    const std::vector<const TensorEntry*>& group) {
+  const std::vector<TensorView> staged = staging.stage_in(group);
+  std::vector<TensorEntry> host(group.size());
+  std::vector<const TensorEntry*> members;
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    host[i].request = group[i]->request;
+    host[i].request.device = Device::cpu();
+    host[i].input = staged[i];
+    host[i].output = staged[i];  // reduced in place, then copied to the device output
+    host[i].work = group[i]->work;
+    members.push_back(&host[i]);
+  }
+  const TensorEntry& first = host.front();
+  std::vector<std::int64_t> received_splits;
+  switch (response.op_type) {
+    case OpType::kAllreduce:
+      allreduce(members, contributors(response));
+      return staging.finish_in_place(group, staged);
+    case OpType::kBroadcast:
+      backend_.broadcast(first.input.data, first.input.num_elements(), first.input.dtype,
+                         first.request.root_rank);
+      return staging.finish_in_place(group, staged);
+    case OpType::kAllgather:
+      return staging.finish_with_result(*group.front(), allgather(first, response), {});
+    case OpType::kAlltoall: {
+      const Tensor output = alltoall(first, response, received_splits);
+      return staging.finish_with_result(*group.front(), output, std::move(received_splits));
+    }
+    case OpType::kReducescatter:
+      return staging.finish_with_result(*group.front(), reducescatter(first), {});
     default:
       HVD_THROW(InvalidArgument, op_type_name(response.op_type)
                                      << " of tensor '" << response.name
-                                     << "': not supported yet for CUDA tensors (allreduce and "
-                                        "broadcast are)");
+                                     << "': not supported for CUDA tensors");
   }
 }
 

@@ -1,0 +1,180 @@
+#include "gpu/staged_operations.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "gpu/cuda_check.h"
+
+namespace hvd {
+namespace {
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+}  // namespace
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_) cudaFreeHost(data_);
+}
+
+unsigned char* PinnedBuffer::reserve(std::size_t bytes) {
+  if (bytes <= capacity_) return data_;
+  const std::size_t capacity = grown_capacity(capacity_, bytes);
+  unsigned char* old = data_;
+  data_ = nullptr;
+  capacity_ = 0;
+  if (old) cudaFreeHost(old);
+  void* memory = nullptr;
+  HVD_CUDA_CHECK(cudaMallocHost(&memory, capacity));
+  data_ = static_cast<unsigned char*>(memory);
+  capacity_ = capacity;
+  return data_;
+}
+
+StagedOperations::StagedOperations(const std::string& backend_name)
+    : name_(backend_name + " (staged through host memory)") {}
+
+StagedOperations::~StagedOperations() {
+  if (stream_) {
+    // Copies still queued read or write the pinned buffers and the callers'
+    // tensors: let them finish before anything is freed.
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(as_stream(stream_));
+    // Every event has happened now: let the poller complete those Works
+    // (briefly; what is left is failed with "shut down" below).
+    for (int i = 0; i < 1000 && poller_ && poller_->pending() > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  poller_.reset();
+  if (stream_) cudaStreamDestroy(as_stream(stream_));
+}
+
+std::shared_ptr<void> StagedOperations::record_ready(const TensorView& tensor) {
+  // No device at all: nothing to order against; the collective fails alike
+  // on every rank when it runs.
+  if (cuda_device_count() == 0) return nullptr;
+  GpuEvents::Event event = events_.record(tensor.device.index, tensor.stream);
+  return std::shared_ptr<void>(event, [this](void* e) { events_.release(e); });
+}
+
+void StagedOperations::allreduce(const std::vector<const TensorEntry*>&, int) {
+  HVD_THROW(Error, name_ << ": allreduce runs on the CPU backend (staging())");
+}
+
+void StagedOperations::broadcast(const TensorEntry&) {
+  HVD_THROW(Error, name_ << ": broadcast runs on the CPU backend (staging())");
+}
+
+void StagedOperations::ensure(int device) {
+  if (stream_) {
+    HVD_CHECK_EQ(device, device_, InvalidArgument,
+                 "CUDA tensors of one rank must all be on the same GPU (several ranks may "
+                 "share one)");
+    HVD_CUDA_CHECK(cudaSetDevice(device_));
+    return;
+  }
+  HVD_CUDA_CHECK(cudaSetDevice(device));
+  cudaStream_t stream = nullptr;
+  HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  stream_ = stream;
+  device_ = device;
+  poller_ = std::make_unique<CompletionPoller>(events_);
+}
+
+std::vector<TensorView> StagedOperations::stage_in(const std::vector<const TensorEntry*>& group) {
+  ensure(group.front()->request.device.index);
+  cudaStream_t stream = as_stream(stream_);
+  std::vector<std::size_t> bytes;
+  for (const TensorEntry* entry : group) {
+    HVD_CHECK_EQ(entry->input.device.index, device_, InvalidArgument,
+                 "CUDA tensors of one rank must all be on the same GPU");
+    bytes.push_back(entry->input.size_bytes());
+  }
+  const StagingPlan plan = plan_staging(bytes);
+  // The previous collective's copies out of inputs_ may still be queued:
+  // they must be done before the memory is given back.
+  if (plan.total > inputs_.capacity()) HVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  unsigned char* host = inputs_.reserve(plan.total);
+  std::vector<TensorView> staged;
+  staged.reserve(group.size());
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    const TensorEntry& entry = *group[i];
+    // After the tensor's producer (its ready event); after the previous
+    // collective's copies back (same stream), so their source is not
+    // overwritten early.
+    if (entry.ready_event) events_.stream_wait(device_, stream_, entry.ready_event.get());
+    if (bytes[i] > 0) {
+      HVD_CUDA_CHECK(cudaMemcpyAsync(host + plan.offsets[i], entry.input.data, bytes[i],
+                                     cudaMemcpyDeviceToHost, stream));
+    }
+    staged.emplace_back(host + plan.offsets[i], entry.input.dtype, entry.input.shape);
+  }
+  // The one wait on the GPU: the CPU backend needs the data. Every earlier
+  // copy on the stream has finished too, so both pinned buffers are free.
+  HVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return staged;
+}
+
+void StagedOperations::finish_in_place(const std::vector<const TensorEntry*>& group,
+                                       const std::vector<TensorView>& staged) {
+  HVD_CUDA_CHECK(cudaSetDevice(device_));
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    const std::size_t bytes = staged[i].size_bytes();
+    if (bytes == 0) continue;
+    // inputs_ is only rewritten after the next stage_in's wait on this stream.
+    HVD_CUDA_CHECK(cudaMemcpyAsync(group[i]->output.data, staged[i].data, bytes,
+                                   cudaMemcpyHostToDevice, as_stream(stream_)));
+  }
+  finish(group, Tensor(), {});
+}
+
+void StagedOperations::finish_with_result(const TensorEntry& entry, const Tensor& result,
+                                          std::vector<std::int64_t> received_splits) {
+  HVD_CUDA_CHECK(cudaSetDevice(device_));
+  cudaStream_t stream = as_stream(stream_);
+  const std::size_t bytes = result.size_bytes();
+  // stage_in waited for every earlier copy, so results_ is not in use.
+  unsigned char* host = results_.reserve(bytes);
+  if (bytes > 0) std::memcpy(host, result.data(), bytes);
+  void* data = nullptr;
+  HVD_CUDA_CHECK(cudaMalloc(&data, std::max<std::size_t>(bytes, 1)));
+  // cudaFree waits for the device, so the memory outlives any queued use;
+  // errors at process exit (runtime unloaded) are ignored.
+  std::shared_ptr<void> storage(data, [](void* p) { cudaFree(p); });
+  if (bytes > 0) {
+    HVD_CUDA_CHECK(cudaMemcpyAsync(data, host, bytes, cudaMemcpyHostToDevice, stream));
+  }
+  finish({&entry}, Tensor(result.dtype(), result.shape(), Device::cuda(device_), data, storage),
+         std::move(received_splits));
+}
+
+void StagedOperations::finish(const std::vector<const TensorEntry*>& group, const Tensor& result,
+                              std::vector<std::int64_t> received_splits) {
+  GpuEvents::Event done = events_.record(device_, stream_);
+  std::vector<std::shared_ptr<detail::WorkState>> works;
+  try {
+    for (const TensorEntry* entry : group) {
+      // The caller's next kernel on its stream runs after the result is in.
+      events_.stream_wait(device_, entry->input.stream, done);
+      works.push_back(entry->work);
+    }
+  } catch (...) {
+    events_.release(done);
+    throw;
+  }
+  poller_->watch(done, [works = std::move(works), result,
+                        splits = std::move(received_splits)](std::exception_ptr error) {
+    for (const auto& work : works) {
+      if (error) {
+        work->fail(error);
+      } else {
+        work->complete(result, splits);
+      }
+    }
+  });
+}
+
+}  // namespace hvd

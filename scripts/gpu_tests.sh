@@ -166,7 +166,7 @@ cmake --build "$BUILD" --target gpu_tests unit_tests -j "$JOBS" >"$RESULTS/build
 
 status=0
 log "unit tests (CPU parts of the GPU work)"
-"$BUILD/test/unit_tests" --gtest_filter='GpuOperations*:BatchedCopyPlan*:CompletionPoller*:DeviceRouting*:StagedRouting*:HostStaging*' \
+"$BUILD/test/unit_tests" --gtest_filter='GpuOperations*:BatchedCopyPlan*:CompletionPoller*:DeviceRouting*:StagedRouting*:HostStaging*:DeviceCompletion*' \
   --gtest_output=xml:"$RESULTS/unit_tests.xml" || status=1
 log "GPU tests"
 set +e

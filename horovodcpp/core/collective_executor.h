@@ -44,10 +44,15 @@ class CollectiveExecutor {
   int contributors(const Response& response) const;
   TensorEntry zeros_for(const Request& agreed);
   bool stages_in_float32(DataType dtype, ReduceOp op) const;
-  Tensor allgather(const TensorEntry& entry, const Response& response);
-  Tensor alltoall(const TensorEntry& entry, const Response& response,
-                  std::vector<std::int64_t>& received_splits);
-  Tensor reducescatter(const TensorEntry& entry);
+  // Shapes and counts of the collectives with a library-allocated result,
+  // the same for CPU and CUDA tensors.
+  ResultPlan gather_plan(const TensorEntry& entry, const Response& response) const;
+  ResultPlan exchange_plan(const TensorEntry& entry, const Response& response) const;
+  ResultPlan scatter_plan(const TensorEntry& entry) const;
+  double scatter_divisor(const Request& request) const;  // Average: the set's size
+  Tensor allgather(const TensorEntry& entry, const ResultPlan& plan);
+  Tensor alltoall(const TensorEntry& entry, const ResultPlan& plan);
+  Tensor reducescatter(const TensorEntry& entry, const ResultPlan& plan);
 
   // CUDA tensors' collective (one tensor, or a fused allreduce group)
   // through device_: on the device, or staged through host memory on

@@ -11,11 +11,23 @@
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "core/controller.h"
 #include "core/host_staging.h"
 #include "core/tensor_queue.h"
 
 namespace hvd {
+
+// Shapes and element counts of a collective whose result the library
+// allocates, worked out by the executor alike for CPU and CUDA tensors.
+struct ResultPlan {
+  std::vector<std::int64_t> shape;  // the result's
+  // allgather, reducescatter: elements of each rank's part; alltoall:
+  // elements received from each rank.
+  std::vector<std::size_t> counts;
+  std::vector<std::size_t> send_counts;       // alltoall: elements sent to each rank
+  std::vector<std::int64_t> received_splits;  // alltoall: rows received from each rank
+};
 
 class DeviceOperations {
  public:
@@ -38,6 +50,28 @@ class DeviceOperations {
   // caller fails the Works.
   virtual void allreduce(const std::vector<const TensorEntry*>& group, int contributors) = 0;
   virtual void broadcast(const TensorEntry& entry) = 0;
+  // The same for collectives whose result (`plan.shape`, on the tensor's
+  // GPU) becomes the Work's output. reducescatter: the sum over ranks,
+  // prescaled, then divided by `divisor` (Average) and postscaled.
+  virtual void allgather(const TensorEntry& entry, const ResultPlan& plan) {
+    (void)plan;
+    unsupported("allgather", entry);
+  }
+  virtual void alltoall(const TensorEntry& entry, const ResultPlan& plan) {
+    (void)plan;
+    unsupported("alltoall", entry);
+  }
+  virtual void reducescatter(const TensorEntry& entry, const ResultPlan& plan, double divisor) {
+    (void)plan;
+    (void)divisor;
+    unsupported("reducescatter", entry);
+  }
+
+ private:
+  [[noreturn]] void unsupported(const char* op, const TensorEntry& entry) const {
+    HVD_THROW(InvalidArgument, op << " of tensor '" << entry.request.name
+                                  << "': not supported yet for CUDA tensors on " << name());
+  }
 };
 
 // The DeviceOperations this build and HOROVODCPP_GPU_OPERATIONS choose for

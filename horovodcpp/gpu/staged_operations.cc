@@ -6,7 +6,9 @@
 #include <thread>
 #include <utility>
 
+#include "core/device_completion.h"
 #include "gpu/cuda_check.h"
+#include "gpu/device_tensor.h"
 
 namespace hvd {
 namespace {
@@ -128,53 +130,23 @@ void StagedOperations::finish_in_place(const std::vector<const TensorEntry*>& gr
     HVD_CUDA_CHECK(cudaMemcpyAsync(group[i]->output.data, staged[i].data, bytes,
                                    cudaMemcpyHostToDevice, as_stream(stream_)));
   }
-  finish(group, Tensor(), {});
+  complete_when_done(events_, *poller_, device_, stream_, group);
 }
 
 void StagedOperations::finish_with_result(const TensorEntry& entry, const Tensor& result,
                                           std::vector<std::int64_t> received_splits) {
   HVD_CUDA_CHECK(cudaSetDevice(device_));
-  cudaStream_t stream = as_stream(stream_);
   const std::size_t bytes = result.size_bytes();
   // stage_in waited for every earlier copy, so results_ is not in use.
   unsigned char* host = results_.reserve(bytes);
   if (bytes > 0) std::memcpy(host, result.data(), bytes);
-  void* data = nullptr;
-  HVD_CUDA_CHECK(cudaMalloc(&data, std::max<std::size_t>(bytes, 1)));
-  // cudaFree waits for the device, so the memory outlives any queued use;
-  // errors at process exit (runtime unloaded) are ignored.
-  std::shared_ptr<void> storage(data, [](void* p) { cudaFree(p); });
+  Tensor output = device_tensor(device_, result.dtype(), result.shape());
   if (bytes > 0) {
-    HVD_CUDA_CHECK(cudaMemcpyAsync(data, host, bytes, cudaMemcpyHostToDevice, stream));
+    HVD_CUDA_CHECK(
+        cudaMemcpyAsync(output.data(), host, bytes, cudaMemcpyHostToDevice, as_stream(stream_)));
   }
-  finish({&entry}, Tensor(result.dtype(), result.shape(), Device::cuda(device_), data, storage),
-         std::move(received_splits));
-}
-
-void StagedOperations::finish(const std::vector<const TensorEntry*>& group, const Tensor& result,
-                              std::vector<std::int64_t> received_splits) {
-  GpuEvents::Event done = events_.record(device_, stream_);
-  std::vector<std::shared_ptr<detail::WorkState>> works;
-  try {
-    for (const TensorEntry* entry : group) {
-      // The caller's next kernel on its stream runs after the result is in.
-      events_.stream_wait(device_, entry->input.stream, done);
-      works.push_back(entry->work);
-    }
-  } catch (...) {
-    events_.release(done);
-    throw;
-  }
-  poller_->watch(done, [works = std::move(works), result,
-                        splits = std::move(received_splits)](std::exception_ptr error) {
-    for (const auto& work : works) {
-      if (error) {
-        work->fail(error);
-      } else {
-        work->complete(result, splits);
-      }
-    }
-  });
+  complete_when_done(events_, *poller_, device_, stream_, {&entry}, output,
+                     std::move(received_splits));
 }
 
 }  // namespace hvd

@@ -61,11 +61,6 @@ class StagedOperations : public DeviceOperations, public HostStaging {
   // The staging stream and the poller on the first CUDA tensor's device;
   // one device per rank (several ranks may share it).
   void ensure(int device);
-  // Records the completion event on the staging stream, makes the
-  // callers' streams wait for it, and completes the Works (with `result`
-  // as output, if any) once it has happened.
-  void finish(const std::vector<const TensorEntry*>& group, const Tensor& result,
-              std::vector<std::int64_t> received_splits);
 
   std::string name_;
   CudaEvents events_;

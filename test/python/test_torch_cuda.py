@@ -57,17 +57,6 @@ def _gpu_operations():
     return os.environ.get("HOROVODCPP_GPU_OPERATIONS", "nccl" if hvd.nccl_built() else "")
 
 
-def staged():
-    return _gpu_operations() in ("gloo", "mpi")
-
-
-def needs_staging_or_nccl_op():
-    """allgather, alltoall and reducescatter of CUDA tensors run staged."""
-    if not staged():
-        pytest.skip("on NCCL only allreduce and broadcast of CUDA tensors run yet; "
-                    "set HOROVODCPP_GPU_OPERATIONS=gloo to stage")
-
-
 def test_allreduce_waits_for_the_current_stream():
     """The input is written on a side stream (made current) behind a long
     kernel; the collective must read it only after that."""
@@ -102,7 +91,6 @@ def test_broadcast():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64,
                                    torch.bool], ids=str)
 def test_allgather_per_rank_sizes(dtype):
-    needs_staging_or_nccl_op()
     tensor = on_gpu(rank_tensor(hvd.rank(), [hvd.rank() + 1, 3], dtype))
     result = hvd.allgather(tensor, name="cuda.gather.{}".format(dtype))
     assert result.device == tensor.device and result.dtype == dtype
@@ -111,7 +99,6 @@ def test_allgather_per_rank_sizes(dtype):
 
 
 def test_alltoall_with_splits():
-    needs_staging_or_nccl_op()
     size, me = hvd.size(), hvd.rank()
     splits = [j + 1 for j in range(size)]  # rank j gets j + 1 rows from everyone
     tensor = on_gpu(torch.cat([torch.full((j + 1, 2), 100.0 * me + j) for j in range(size)]))
@@ -124,7 +111,6 @@ def test_alltoall_with_splits():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 def test_reducescatter(dtype):
-    needs_staging_or_nccl_op()
     rows = 2 * hvd.size() + 1
     tensor = on_gpu(rank_tensor(hvd.rank(), [rows, 3], dtype))
     result = hvd.reducescatter(tensor, name="cuda.rs.{}".format(dtype), op=hvd.Sum)

@@ -70,6 +70,26 @@ Response enqueue(TensorQueue& queue, std::vector<std::shared_ptr<detail::WorkSta
   return response;
 }
 
+// A device-side backend with every collective (NCCL): records the plans of
+// those whose result it allocates.
+class FakeResultDevice : public FakeDevice {
+ public:
+  void allgather(const TensorEntry& entry, const ResultPlan& plan) override { take(entry, plan); }
+  void alltoall(const TensorEntry& entry, const ResultPlan& plan) override { take(entry, plan); }
+  void reducescatter(const TensorEntry& entry, const ResultPlan& plan, double divisor) override {
+    take(entry, plan);
+    divisors.push_back(divisor);
+  }
+  std::vector<ResultPlan> plans;
+  std::vector<double> divisors;
+
+ private:
+  void take(const TensorEntry& entry, const ResultPlan& plan) {
+    plans.push_back(plan);
+    entry.work->complete();
+  }
+};
+
 class DeviceRoutingTest : public ::testing::Test {
  protected:
   DeviceRoutingTest() { topology_.size = 2; }
@@ -139,6 +159,29 @@ TEST_F(DeviceRoutingTest, BroadcastGoesToTheDeviceOtherOpsFailClearly) {
   EXPECT_NE(error_of(1).find("allgather of tensor 'g': not supported yet for CUDA tensors"),
             std::string::npos)
       << error_of(1);
+  EXPECT_EQ(backend_.calls, 0);
+}
+
+TEST_F(DeviceRoutingTest, CollectivesWithResultsGetTheirShapesAndCounts) {
+  FakeResultDevice device;
+  CollectiveExecutor executor(backend_, topology_, nullptr, &device);
+  std::vector<Response> responses{submit("g", OpType::kAllgather, Device::cuda(0)),
+                                  submit("t", OpType::kAlltoall, Device::cuda(0)),
+                                  submit("r", OpType::kReducescatter, Device::cuda(0))};
+  responses[0].first_dims = {4, 1};
+  responses[1].splits = {3, 1, 2, 2};  // rank 0 sends 3 rows to itself, 1 to rank 1
+  executor.execute_all(responses, queue_);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(error_of(i), "");
+  ASSERT_EQ(device.plans.size(), 3u);
+  EXPECT_EQ(device.plans[0].shape, std::vector<std::int64_t>{5});
+  EXPECT_EQ(device.plans[0].counts, (std::vector<std::size_t>{4, 1}));
+  EXPECT_EQ(device.plans[1].send_counts, (std::vector<std::size_t>{3, 1}));
+  EXPECT_EQ(device.plans[1].counts, (std::vector<std::size_t>{3, 2}));
+  EXPECT_EQ(device.plans[1].received_splits, (std::vector<std::int64_t>{3, 2}));
+  EXPECT_EQ(device.plans[1].shape, std::vector<std::int64_t>{5});
+  EXPECT_EQ(device.plans[2].counts, (std::vector<std::size_t>{2, 2}));
+  EXPECT_EQ(device.plans[2].shape, std::vector<std::int64_t>{2});
+  EXPECT_EQ(device.divisors, std::vector<double>{1.0});
   EXPECT_EQ(backend_.calls, 0);
 }
 

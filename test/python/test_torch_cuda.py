@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import horovodcpp.torch as hvd
-from reference import (DTYPES, OPS, assert_equal, batch, batch_of, every_rank, make_model,
-                       rank_tensor, reduce_reference, reducescatter_rows)
+from reference import (DTYPES, OPS, assert_equal, batch, batch_of, check_sync_batch_norm,
+                       every_rank, make_model, rank_tensor, reduce_reference, reducescatter_rows)
 
 # scripts/gpu_tests.sh sets this: there, skipping would hide a failure.
 if os.environ.get("HOROVODCPP_TEST_REQUIRE_GPU") and not (torch.cuda.is_available()
@@ -145,3 +145,9 @@ def test_distributed_optimizer_on_a_cuda_model():
         gathered = hvd.allgather(p.detach().cpu().unsqueeze(0), name="cuda.same." + name)
         for other in gathered:
             assert torch.equal(other, p.detach().cpu()), name
+
+
+def test_sync_batch_norm_on_cuda():
+    """Its statistics cross ranks by a CUDA allgather (at one rank it is
+    plain BatchNorm)."""
+    check_sync_batch_norm(device())

@@ -32,7 +32,7 @@ struct ResultPlan {
 class DeviceOperations {
  public:
   virtual ~DeviceOperations() = default;
-  virtual const char* name() const = 0;  // "nccl", "gloo (staged)"
+  virtual const char* name() const = 0;  // "nccl", "gloo (staged through host memory)"
 
   // User thread, at submission: an event on tensor.stream marking the data
   // ready, released when the returned pointer is dropped (null when there

@@ -359,6 +359,10 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
                                     (default 30; a dead peer fails within ~0.1 s)
   HOROVODCPP_SHM_SLOT_BYTES         shared-memory chunk per rank (default 256 KiB)
   HOROVODCPP_GLOO_TIMEOUT_SECONDS   Gloo rendezvous/collective timeout (default 30)
+  HOROVODCPP_GPU_OPERATIONS         CUDA tensors: nccl (default when built) or
+                                    mpi|gloo (staged through pinned host memory
+                                    onto the job's CPU transport)
+  HOROVODCPP_NCCL_TIMEOUT_SECONDS   NCCL wait before aborting (default 300)
   HOROVODCPP_GLOO_IFACE             Gloo network interface (alias HOROVOD_GLOO_IFACE)
   HOROVODCPP_GLOO_FILE_STORE        Gloo without hvdrun: a directory shared by
                                     ranks on one host (with HOROVODCPP_RANK, _SIZE,

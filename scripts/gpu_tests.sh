@@ -22,6 +22,16 @@
 #   backend, the copy kernel and the events directly, with ranks as
 #   threads (one GPU per rank), and needs no launcher.
 #
+# - CUDA tensors staged through pinned host memory onto Gloo
+#   (HOROVODCPP_GPU_OPERATIONS=gloo): gpu_staged_tests under hvdrun --gloo
+#   with 1, 2 and 4 ranks, all on the one GPU (NCCL needs a GPU per rank).
+# - horovodcpp.torch with CUDA tensors (test/python/test_torch_cuda.py) on
+#   this machine's python3 (PyTorch 2.x): the bindings are built with it
+#   (pybind11 from its pip package, the DLPack header carried by `prepare`),
+#   then run on NCCL at one rank and staged on Gloo at two ranks sharing
+#   the GPU, and the CPU Python suites at two ranks on that PyTorch.
+#   HVD_GPU_PYTHON picks another interpreter; HVD_GPU_SKIP_PYTHON=1 skips.
+#
 # With the `run` device tool (from a session on the CPU machine):
 #   scripts/gpu_tests.sh prepare                       # here, once
 #   run(command="scripts/gpu_tests.sh", carry=[".gpu-deps"], timeout_s=600)
@@ -51,6 +61,11 @@ if [[ "${1:-}" == prepare ]]; then
     for lib in $(ldd /usr/lib/libgloo.so.0 | awk '/=> \// {print $3}' | grep -E 'hiredis|ibverbs|libnl'); do
       cp -L "$lib" "$DEPS/gloo/lib/"
     done
+  fi
+  # The DLPack header for the Python bindings (PyTorch wheels lack it).
+  if [[ -f /usr/include/dlpack/dlpack.h ]]; then
+    rm -rf "$DEPS/dlpack" && mkdir -p "$DEPS/dlpack/dlpack"
+    cp /usr/include/dlpack/dlpack.h "$DEPS/dlpack/dlpack/"
   fi
   echo "prepared $DEPS (carry it to the GPU machine): $(du -sh "$DEPS" | cut -f1)"
   exit 0
@@ -111,13 +126,39 @@ if [[ -f $DEPS/gloo/lib/libgloo.so && -z ${HVD_GPU_NO_GLOO:-} ]]; then
   fi
 fi
 
+# Python bindings on this machine's PyTorch (they need a CPU transport).
+PY=${HVD_GPU_PYTHON:-$(command -v python3 || true)}
+PY_ARGS=(-DHVD_WITH_PYTHON=OFF)
+python_reason=""
+if [[ -n ${HVD_GPU_SKIP_PYTHON:-} ]]; then
+  python_reason="HVD_GPU_SKIP_PYTHON is set"
+elif [[ ${GLOO_ARGS[0]} != -DHVD_WITH_GLOO=ON ]]; then
+  python_reason="no CPU transport (Gloo) in this build"
+elif [[ -z $PY ]] || ! "$PY" -c 'import torch, pytest' 2>/dev/null; then
+  python_reason="no python3 with torch and pytest"
+else
+  # pybind11: the interpreter's pip package, else one CMake finds itself.
+  PYBIND_DIR=$("$PY" -m pybind11 --cmakedir 2>/dev/null || true)
+  if [[ ! -f $DEPS/dlpack/dlpack/dlpack.h ]]; then
+    python_reason="no DLPack header: run 'scripts/gpu_tests.sh prepare' and carry .gpu-deps"
+  else
+    # AUTO: missing Python headers or pybind11 leave the bindings out
+    # (reported below) instead of failing the whole configure.
+    PY_ARGS=(-DHVD_WITH_PYTHON=AUTO -DPython3_EXECUTABLE="$PY"
+             ${PYBIND_DIR:+-Dpybind11_DIR="$PYBIND_DIR"} -DDLPACK_INCLUDE_DIR="$DEPS/dlpack")
+  fi
+fi
+
 log "configure"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
   -DHVD_WITH_CUDA=ON -DHVD_WITH_NCCL=ON -DHVD_WITH_MPI=OFF "${GLOO_ARGS[@]}" \
-  -DHVD_WITH_PYTHON=OFF -DHVD_BUILD_EXAMPLES=OFF -DHVD_BUILD_BENCHMARKS=OFF \
+  "${PY_ARGS[@]}" -DHVD_BUILD_EXAMPLES=OFF -DHVD_BUILD_BENCHMARKS=OFF \
   -DCMAKE_PREFIX_PATH="$GTEST_PREFIX" "${NCCL_ARGS[@]}" >"$RESULTS/configure.log" 2>&1 \
   || { tail -30 "$RESULTS/configure.log"; exit 1; }
 grep "horovodcpp" "$RESULTS/configure.log" || true
+if [[ -z $python_reason ]] && ! grep -q "horovodcpp Python bindings: TRUE" "$RESULTS/configure.log"; then
+  python_reason="CMake did not find what the bindings need for $PY (see configure.log)"
+fi
 
 log "build"
 cmake --build "$BUILD" --target gpu_tests unit_tests -j "$JOBS" >"$RESULTS/build.log" 2>&1 \
@@ -125,7 +166,7 @@ cmake --build "$BUILD" --target gpu_tests unit_tests -j "$JOBS" >"$RESULTS/build
 
 status=0
 log "unit tests (CPU parts of the GPU work)"
-"$BUILD/test/unit_tests" --gtest_filter='GpuOperations*:BatchedCopyPlan*:CompletionPoller*:DeviceRouting*' \
+"$BUILD/test/unit_tests" --gtest_filter='GpuOperations*:BatchedCopyPlan*:CompletionPoller*:DeviceRouting*:StagedRouting*:HostStaging*:DeviceCompletion*' \
   --gtest_output=xml:"$RESULTS/unit_tests.xml" || status=1
 log "GPU tests"
 set +e
@@ -154,6 +195,55 @@ if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON ]]; then
     "$BUILD/runner/hvdrun" -np 2 --gloo "$BUILD/test/gpu_collective_tests" \
       >"$RESULTS/gpu_collective_tests_np2.log" 2>&1 || status=1
     tail -5 "$RESULTS/gpu_collective_tests_np2.log"
+  fi
+fi
+if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON ]]; then
+  log "CUDA tensors staged through pinned host memory onto Gloo (1, 2, 4 ranks sharing GPU 0)"
+  cmake --build "$BUILD" --target gpu_staged_tests hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
+  for np in 1 2 4; do
+    set +e
+    HOROVODCPP_GPU_OPERATIONS=gloo CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} \
+      "$BUILD/runner/hvdrun" -np $np --gloo "$BUILD/test/gpu_staged_tests" \
+      >"$RESULTS/gpu_staged_tests_np$np.log" 2>&1
+    staged_status=$?
+    set -e
+    grep -E "^\[0\].*(PASSED|FAILED|SKIPPED|every GPU test skipped)" "$RESULTS/gpu_staged_tests_np$np.log" | tail -4 || true
+    if [[ $staged_status == 77 ]]; then
+      echo "gpu_staged_tests np=$np SKIPPED: no usable CUDA device"
+      status=1
+    elif [[ $staged_status != 0 ]]; then
+      echo "gpu_staged_tests np=$np FAILED (exit $staged_status; $RESULTS/gpu_staged_tests_np$np.log)"
+      status=1
+    fi
+  done
+fi
+if [[ -n $python_reason ]]; then
+  echo "== horovodcpp.torch CUDA tests NOT RUN: $python_reason"
+  status=1
+else
+  cmake --build "$BUILD" --target _core hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
+  pytest_run() {  # name, np, extra environment..., -- pytest arguments
+    local name=$1 np=$2; shift 2
+    local env=()
+    while [[ $1 != -- ]]; do env+=("$1"); shift; done
+    shift
+    set +e
+    env PYTHONPATH="$BUILD/python" PYTHONUNBUFFERED=1 HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS=120 \
+      "${env[@]}" "$BUILD/runner/hvdrun" -np "$np" --gloo "$PY" -m pytest -x -q -rs \
+      -p no:cacheprovider --color=no "$@" >"$RESULTS/$name.log" 2>&1
+    local rc=$?
+    set -e
+    grep -E "^\[0\].* (passed|failed|error)" "$RESULTS/$name.log" | tail -2 || true
+    [[ $rc == 0 ]] || { echo "$name FAILED (exit $rc; $RESULTS/$name.log)"; status=1; }
+  }
+  log "horovodcpp.torch CUDA tensors on NCCL (1 rank, $("$PY" -c 'import torch; print("torch", torch.__version__)'))"
+  pytest_run python_cuda_nccl_np1 1 HOROVODCPP_TEST_REQUIRE_GPU=1 -- "$ROOT/test/python/test_torch_cuda.py"
+  log "horovodcpp.torch CUDA tensors staged onto Gloo (2 ranks sharing GPU 0)"
+  pytest_run python_cuda_staged_np2 2 HOROVODCPP_TEST_REQUIRE_GPU=1 HOROVODCPP_GPU_OPERATIONS=gloo \
+    CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} -- "$ROOT/test/python/test_torch_cuda.py"
+  if [[ -z ${HVD_GPU_SKIP_CPU_SUITES:-} ]]; then
+    log "the Python suites on this PyTorch (2 ranks)"
+    pytest_run python_suites_np2 2 HOROVODCPP_GPU_OPERATIONS=gloo -- "$ROOT/test/python"
   fi
 fi
 if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON && -z ${HVD_GPU_SKIP_CPU_SUITES:-} ]]; then

@@ -78,6 +78,7 @@ int cross_size() { return current()->topology().cross_size; }
 bool is_homogeneous() { return current()->homogeneous(); }
 
 std::vector<std::string> built_transports() { return available_transports(); }
+std::vector<std::string> built_gpu_operations() { return available_gpu_operations(); }
 std::string transport() { return current()->transport_name(); }
 
 ProcessSet global_process_set() { return current()->global_process_set(); }

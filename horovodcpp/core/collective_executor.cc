@@ -90,8 +90,7 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& respons
     for (std::size_t i : group) members.push_back(&entries[i]);
     try {
       if (members.front()->request.device.type == DeviceType::kCUDA) {
-        check_device_group(*runs[group.front()], *members.front());
-        device_->allreduce(members, contributors(*runs[group.front()]));
+        run_on_device(*runs[group.front()], members);
         continue;  // device_ completes the Works
       }
       allreduce(members, contributors(*runs[group.front()]));
@@ -128,7 +127,7 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
       return;
     }
     if (entry.request.device.type == DeviceType::kCUDA) {
-      execute_on_device(response, entry);
+      run_on_device(response, {&entry});
       return;
     }
     Tensor output;
@@ -140,7 +139,7 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
         allreduce({&entry}, contributors(response));
         break;
       case OpType::kAllgather:
-        output = allgather(entry, response);
+        output = allgather(entry, gather_plan(entry, response));
         break;
       case OpType::kBroadcast:
         backend_.broadcast(entry.input.data, entry.input.num_elements(), entry.input.dtype,
@@ -148,11 +147,14 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
         break;
       case OpType::kBarrier:
         break;  // negotiation completing means every rank has arrived
-      case OpType::kAlltoall:
-        output = alltoall(entry, response, received_splits);
+      case OpType::kAlltoall: {
+        ResultPlan plan = exchange_plan(entry, response);
+        output = alltoall(entry, plan);
+        received_splits = std::move(plan.received_splits);
         break;
+      }
       case OpType::kReducescatter:
-        output = reducescatter(entry);
+        output = reducescatter(entry, scatter_plan(entry));
         break;
       case OpType::kJoin:
         output = Tensor(DataType::kInt32, {});
@@ -173,25 +175,71 @@ void CollectiveExecutor::check_device_group(const Response& response,
                                             const TensorEntry& first) const {
   HVD_CHECK(device_ != nullptr, InvalidArgument,
             op_type_name(response.op_type)
-                << " of tensor '" << response.name << "': tensors on "
-                << first.request.device.str()
-                << " need a build with NCCL and HOROVODCPP_GPU_OPERATIONS=nccl (staging CUDA "
-                   "tensors through MPI or Gloo is not implemented yet)");
+                << " of tensor '" << response.name << "': tensors on " << first.request.device.str()
+                << " need a build with CUDA (this one has none)");
   HVD_CHECK(response.joined_ranks.empty(), InvalidArgument,
             op_type_name(response.op_type) << " of tensor '" << response.name
                                            << "': join() with CUDA tensors is not supported yet");
 }
 
-void CollectiveExecutor::execute_on_device(const Response& response, const TensorEntry& entry) {
-  check_device_group(response, entry);
+void CollectiveExecutor::run_on_device(const Response& response,
+                                       const std::vector<const TensorEntry*>& group) {
+  check_device_group(response, *group.front());
+  if (HostStaging* staging = device_->staging()) return run_staged(*staging, response, group);
+  const TensorEntry& entry = *group.front();
   switch (response.op_type) {
-    case OpType::kAllreduce: return device_->allreduce({&entry}, contributors(response));
+    case OpType::kAllreduce: return device_->allreduce(group, contributors(response));
     case OpType::kBroadcast: return device_->broadcast(entry);
+    case OpType::kAllgather: return device_->allgather(entry, gather_plan(entry, response));
+    case OpType::kAlltoall: return device_->alltoall(entry, exchange_plan(entry, response));
+    case OpType::kReducescatter:
+      return device_->reducescatter(entry, scatter_plan(entry), scatter_divisor(entry.request));
     default:
       HVD_THROW(InvalidArgument, op_type_name(response.op_type)
                                      << " of tensor '" << response.name
-                                     << "': not supported yet for CUDA tensors (allreduce and "
-                                        "broadcast are)");
+                                     << "': not supported for CUDA tensors");
+  }
+}
+
+// The CPU paths run unchanged on host copies of the entries: fusion,
+// scaling, Average and float16/bfloat16 in float32 behave as for CPU tensors.
+void CollectiveExecutor::run_staged(HostStaging& staging, const Response& response,
+                                    const std::vector<const TensorEntry*>& group) {
+  const std::vector<TensorView> staged = staging.stage_in(group);
+  std::vector<TensorEntry> host(group.size());
+  std::vector<const TensorEntry*> members;
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    host[i].request = group[i]->request;
+    host[i].request.device = Device::cpu();
+    host[i].input = staged[i];
+    host[i].output = staged[i];  // reduced in place, then copied to the device output
+    host[i].work = group[i]->work;
+    members.push_back(&host[i]);
+  }
+  const TensorEntry& first = host.front();
+  switch (response.op_type) {
+    case OpType::kAllreduce:
+      allreduce(members, contributors(response));
+      return staging.finish_in_place(group, staged);
+    case OpType::kBroadcast:
+      backend_.broadcast(first.input.data, first.input.num_elements(), first.input.dtype,
+                         first.request.root_rank);
+      return staging.finish_in_place(group, staged);
+    case OpType::kAllgather:
+      return staging.finish_with_result(*group.front(),
+                                        allgather(first, gather_plan(first, response)), {});
+    case OpType::kAlltoall: {
+      ResultPlan plan = exchange_plan(first, response);
+      const Tensor output = alltoall(first, plan);
+      return staging.finish_with_result(*group.front(), output, std::move(plan.received_splits));
+    }
+    case OpType::kReducescatter:
+      return staging.finish_with_result(*group.front(), reducescatter(first, scatter_plan(first)),
+                                        {});
+    default:
+      HVD_THROW(InvalidArgument, op_type_name(response.op_type)
+                                     << " of tensor '" << response.name
+                                     << "': not supported for CUDA tensors");
   }
 }
 
@@ -291,69 +339,88 @@ void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group,
   }
 }
 
-Tensor CollectiveExecutor::allgather(const TensorEntry& entry, const Response& response) {
-  const TensorView& input = entry.input;
+ResultPlan CollectiveExecutor::gather_plan(const TensorEntry& entry,
+                                           const Response& response) const {
+  ResultPlan plan;
   // The request's shape, not the view's: a scalar was submitted as one row.
-  std::vector<std::int64_t> shape = entry.request.shape;
-  std::int64_t row_elements = 1;
-  for (std::size_t d = 1; d < shape.size(); ++d) row_elements *= shape[d];
-  shape[0] = 0;
-  std::vector<std::size_t> counts;
-  counts.reserve(response.first_dims.size());
+  plan.shape = entry.request.shape;
+  const std::int64_t row = row_elements(plan.shape);
+  plan.shape[0] = 0;
+  plan.counts.reserve(response.first_dims.size());
   for (std::int64_t rows : response.first_dims) {
-    shape[0] += rows;
-    counts.push_back(static_cast<std::size_t>(rows * row_elements));
+    plan.shape[0] += rows;
+    plan.counts.push_back(static_cast<std::size_t>(rows * row));
   }
-  Tensor output(input.dtype, shape);
-  backend_.allgatherv(input.data, output.data(), counts, input.dtype);
-  return output;
+  return plan;
 }
 
 // response.splits is the agreed size x size matrix of rows: this rank sends
 // row `rank` of it and receives column `rank`.
-Tensor CollectiveExecutor::alltoall(const TensorEntry& entry, const Response& response,
-                                    std::vector<std::int64_t>& received_splits) {
+ResultPlan CollectiveExecutor::exchange_plan(const TensorEntry& entry,
+                                             const Response& response) const {
   const int size = topology_.size;
   const int rank = topology_.rank;
   HVD_CHECK_EQ(response.splits.size(), static_cast<std::size_t>(size) * size, Error,
                "alltoall of tensor '" << response.name << "': malformed splits matrix");
-  std::vector<std::int64_t> shape = entry.request.shape;
-  const std::int64_t row = row_elements(shape);
-  std::vector<std::size_t> send_counts(size), recv_counts(size);
-  received_splits.assign(size, 0);
-  shape[0] = 0;
+  ResultPlan plan;
+  plan.shape = entry.request.shape;
+  const std::int64_t row = row_elements(plan.shape);
+  plan.send_counts.resize(size);
+  plan.counts.resize(size);
+  plan.received_splits.assign(size, 0);
+  plan.shape[0] = 0;
   for (int r = 0; r < size; ++r) {
-    send_counts[r] = static_cast<std::size_t>(response.splits[rank * size + r] * row);
-    received_splits[r] = response.splits[r * size + rank];
-    recv_counts[r] = static_cast<std::size_t>(received_splits[r] * row);
-    shape[0] += received_splits[r];
+    plan.send_counts[r] = static_cast<std::size_t>(response.splits[rank * size + r] * row);
+    plan.received_splits[r] = response.splits[r * size + rank];
+    plan.counts[r] = static_cast<std::size_t>(plan.received_splits[r] * row);
+    plan.shape[0] += plan.received_splits[r];
   }
-  Tensor output(entry.input.dtype, shape);
-  backend_.alltoallv(entry.input.data, send_counts, output.data(), recv_counts,
+  return plan;
+}
+
+// Rows are shared as evenly as possible, the first (rows % size) ranks
+// getting one more.
+ResultPlan CollectiveExecutor::scatter_plan(const TensorEntry& entry) const {
+  const int size = topology_.size;
+  ResultPlan plan;
+  plan.shape = entry.request.shape;
+  const std::int64_t row = row_elements(plan.shape);
+  const std::int64_t rows = plan.shape[0];
+  plan.counts.resize(size);
+  for (int r = 0; r < size; ++r) {
+    plan.counts[r] = static_cast<std::size_t>((rows / size + (r < rows % size ? 1 : 0)) * row);
+  }
+  plan.shape[0] = rows / size + (topology_.rank < rows % size ? 1 : 0);
+  return plan;
+}
+
+double CollectiveExecutor::scatter_divisor(const Request& request) const {
+  return request.reduce_op == ReduceOp::kAverage ? topology_.size : 1.0;
+}
+
+Tensor CollectiveExecutor::allgather(const TensorEntry& entry, const ResultPlan& plan) {
+  Tensor output(entry.input.dtype, plan.shape);
+  backend_.allgatherv(entry.input.data, output.data(), plan.counts, entry.input.dtype);
+  return output;
+}
+
+Tensor CollectiveExecutor::alltoall(const TensorEntry& entry, const ResultPlan& plan) {
+  Tensor output(entry.input.dtype, plan.shape);
+  backend_.alltoallv(entry.input.data, plan.send_counts, output.data(), plan.counts,
                      entry.input.dtype);
   return output;
 }
 
-// Rows are shared as evenly as possible, the first (rows % size) ranks
-// getting one more. Scaling and Average as in allreduce; float16/bfloat16
-// are reduced in float32 and rounded once, as allreduce does.
-Tensor CollectiveExecutor::reducescatter(const TensorEntry& entry) {
+// Scaling and Average as in allreduce; float16/bfloat16 are reduced in
+// float32 and rounded once, as allreduce does.
+Tensor CollectiveExecutor::reducescatter(const TensorEntry& entry, const ResultPlan& plan) {
   const Request& request = entry.request;
-  const int size = topology_.size;
   const DataType dtype = request.dtype;
-  std::vector<std::int64_t> shape = request.shape;
-  const std::int64_t row = row_elements(shape);
-  const std::int64_t rows = shape[0];
-  std::vector<std::size_t> counts(size);
-  for (int r = 0; r < size; ++r) {
-    counts[r] = static_cast<std::size_t>((rows / size + (r < rows % size ? 1 : 0)) * row);
-  }
-  shape[0] = rows / size + (topology_.rank < rows % size ? 1 : 0);
-  Tensor output(dtype, shape);
+  const std::vector<std::size_t>& counts = plan.counts;
+  Tensor output(dtype, plan.shape);
   const std::size_t count = entry.input.num_elements();
   const std::size_t mine = counts[topology_.rank];
-  const bool average = request.reduce_op == ReduceOp::kAverage;
-  const double divisor = average ? size : 1.0;
+  const double divisor = scatter_divisor(request);
 
   if (is_half(dtype) && !backend_.capabilities().half_reduction_in_float32) {
     if (staging_.size() < count) staging_.resize(count);

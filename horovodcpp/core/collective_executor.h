@@ -19,7 +19,7 @@ class CollectiveExecutor {
   // Reads HOROVODCPP_FUSION_THRESHOLD (bytes; 0 disables fusion).
   // `timeline` (may be null) receives each tensor's execution phases.
   // `device` (may be null: CUDA tensors are refused) runs CUDA tensors'
-  // collectives; they complete asynchronously.
+  // collectives, or stages them for `backend`; they complete asynchronously.
   CollectiveExecutor(Backend& backend, const Topology& topology, Timeline* timeline = nullptr,
                      DeviceOperations* device = nullptr);
 
@@ -44,13 +44,22 @@ class CollectiveExecutor {
   int contributors(const Response& response) const;
   TensorEntry zeros_for(const Request& agreed);
   bool stages_in_float32(DataType dtype, ReduceOp op) const;
-  Tensor allgather(const TensorEntry& entry, const Response& response);
-  Tensor alltoall(const TensorEntry& entry, const Response& response,
-                  std::vector<std::int64_t>& received_splits);
-  Tensor reducescatter(const TensorEntry& entry);
+  // Shapes and counts of the collectives with a library-allocated result,
+  // the same for CPU and CUDA tensors.
+  ResultPlan gather_plan(const TensorEntry& entry, const Response& response) const;
+  ResultPlan exchange_plan(const TensorEntry& entry, const Response& response) const;
+  ResultPlan scatter_plan(const TensorEntry& entry) const;
+  double scatter_divisor(const Request& request) const;  // Average: the set's size
+  Tensor allgather(const TensorEntry& entry, const ResultPlan& plan);
+  Tensor alltoall(const TensorEntry& entry, const ResultPlan& plan);
+  Tensor reducescatter(const TensorEntry& entry, const ResultPlan& plan);
 
-  // A CUDA tensor's collective through device_ (its Work completes later).
-  void execute_on_device(const Response& response, const TensorEntry& entry);
+  // CUDA tensors' collective (one tensor, or a fused allreduce group)
+  // through device_: on the device, or staged through host memory on
+  // backend_. Their Works complete later.
+  void run_on_device(const Response& response, const std::vector<const TensorEntry*>& group);
+  void run_staged(HostStaging& staging, const Response& response,
+                  const std::vector<const TensorEntry*>& group);
   void check_device_group(const Response& response, const TensorEntry& first) const;
 
   bool tracing() const { return timeline_ && timeline_->active(); }

@@ -6,8 +6,22 @@
 #if HVD_HAVE_NCCL
 #include "backend/nccl/nccl_operations.h"
 #endif
+#if HVD_HAVE_CUDA
+#include "gpu/staged_operations.h"
+#endif
 
 namespace hvd {
+
+std::vector<std::string> available_gpu_operations() {
+  std::vector<std::string> built;
+#if HVD_HAVE_NCCL
+  built.push_back("nccl");
+#endif
+#if HVD_HAVE_CUDA
+  for (const std::string& name : available_transports()) built.push_back(name);
+#endif
+  return built;
+}
 
 std::unique_ptr<DeviceOperations> create_device_operations(Controller& controller,
                                                            const std::string& cpu_transport) {
@@ -20,7 +34,12 @@ std::unique_ptr<DeviceOperations> create_device_operations(Controller& controlle
   if (chosen == "nccl") return std::make_unique<NcclOperations>(controller);
 #endif
   (void)controller;
-  return nullptr;  // MPI/Gloo staging through host memory: not yet
+#if HVD_HAVE_CUDA
+  // mpi or gloo: staged through pinned host memory onto the set's CPU backend.
+  return std::make_unique<StagedOperations>(cpu_transport);
+#else
+  return nullptr;  // no CUDA in this build: CUDA tensors are refused
+#endif
 }
 
 }  // namespace hvd

@@ -26,8 +26,18 @@ std::size_t TensorView::size_bytes() const {
 
 Tensor::Tensor(DataType dtype, std::vector<std::int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)) {
-  storage_ = std::make_shared<std::vector<unsigned char>>(size_bytes());
+  auto bytes = std::make_shared<std::vector<unsigned char>>(size_bytes());
+  data_ = bytes->data();
+  storage_ = std::move(bytes);
 }
+
+Tensor::Tensor(DataType dtype, std::vector<std::int64_t> shape, Device device, void* data,
+               std::shared_ptr<void> storage)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      device_(device),
+      storage_(std::move(storage)),
+      data_(data) {}
 
 std::int64_t Tensor::num_elements() const { return product_of(shape_); }
 
@@ -35,7 +45,7 @@ std::size_t Tensor::size_bytes() const {
   return static_cast<std::size_t>(num_elements()) * dtype_size(dtype_);
 }
 
-TensorView Tensor::view() { return TensorView(data(), dtype_, shape_); }
+TensorView Tensor::view() { return TensorView(data(), dtype_, shape_, device_); }
 
 std::string shape_str(const std::vector<std::int64_t>& shape) {
   std::ostringstream out;

@@ -1,6 +1,8 @@
 """Helpers for the tests: each rank's inputs are a function of the rank, so
 every rank can also compute what all ranks hold and check its result (and
 its gradients) against plain PyTorch on one process."""
+import copy
+
 import torch
 
 import horovodcpp.torch as hvd
@@ -117,3 +119,35 @@ def batch_of(ranks, step, micro=0):
     an average of their gradients (equal batch sizes, mean losses)."""
     xs, ys = zip(*[batch(step, r, micro) for r in ranks])
     return torch.cat(xs), torch.cat(ys)
+
+
+def check_sync_batch_norm(device="cpu"):
+    """SyncBatchNorm (on `device`) against BatchNorm2d on the whole batch
+    (on the CPU): outputs' gradients, affine gradients summed over ranks,
+    running statistics, eval mode."""
+    torch.manual_seed(0)
+    sync = hvd.SyncBatchNorm(3, momentum=0.5)
+    local = torch.nn.BatchNorm2d(3, momentum=0.5)
+    with torch.no_grad():
+        sync.weight.uniform_()
+        sync.bias.uniform_()
+    local.load_state_dict(copy.deepcopy(sync.state_dict()))
+    sync.to(device)
+    make = lambda r: rank_tensor(r, [r + 2, 3, 2, 2], torch.float32) * 3 + r  # noqa: E731
+    weight = lambda r: rank_tensor(r, [r + 2, 3, 2, 2], torch.float32, seed=5)  # noqa: E731
+
+    x = make(hvd.rank()).to(device).requires_grad_()
+    (sync(x) * weight(hvd.rank()).to(device)).sum().backward()
+    xs = [make(r).requires_grad_() for r in range(hvd.size())]
+    out = local(torch.cat(xs))
+    (out * torch.cat(every_rank(weight))).sum().backward()
+
+    torch.testing.assert_close(x.grad.cpu(), xs[hvd.rank()].grad, atol=1e-5, rtol=1e-5)
+    for name in ("weight", "bias"):
+        total = hvd.allreduce(getattr(sync, name).grad, op=hvd.Sum, name="sbn." + name)
+        torch.testing.assert_close(total.cpu(), getattr(local, name).grad, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(sync.running_mean.cpu(), local.running_mean)
+    torch.testing.assert_close(sync.running_var.cpu(), local.running_var)
+    sync.eval()
+    local.eval()
+    torch.testing.assert_close(sync(make(0).to(device)).cpu(), local(make(0)))

@@ -1,14 +1,13 @@
 """The training API: DistributedOptimizer against one process training on
 the whole batch, identical parameters on every rank, the broadcast helpers
 and SyncBatchNorm against BatchNorm on the whole batch."""
-import copy
 import warnings
 
 import pytest
 import torch
 
 import horovodcpp.torch as hvd
-from reference import batch, batch_of, every_rank, make_model, rank_tensor
+from reference import batch, batch_of, check_sync_batch_norm, every_rank, make_model, rank_tensor
 
 def full_batch(step, micro=0):
     return batch_of(every_rank(lambda r: r), step, micro)
@@ -187,28 +186,4 @@ def test_broadcast_and_allgather_object():
 
 
 def test_sync_batch_norm_matches_whole_batch():
-    torch.manual_seed(0)
-    sync = hvd.SyncBatchNorm(3, momentum=0.5)
-    local = torch.nn.BatchNorm2d(3, momentum=0.5)
-    with torch.no_grad():
-        sync.weight.uniform_()
-        sync.bias.uniform_()
-    local.load_state_dict(copy.deepcopy(sync.state_dict()))
-    make = lambda r: rank_tensor(r, [r + 2, 3, 2, 2], torch.float32) * 3 + r  # noqa: E731
-    weight = lambda r: rank_tensor(r, [r + 2, 3, 2, 2], torch.float32, seed=5)  # noqa: E731
-
-    x = make(hvd.rank()).requires_grad_()
-    (sync(x) * weight(hvd.rank())).sum().backward()
-    xs = [make(r).requires_grad_() for r in range(hvd.size())]
-    out = local(torch.cat(xs))
-    (out * torch.cat(every_rank(weight))).sum().backward()
-
-    torch.testing.assert_close(x.grad, xs[hvd.rank()].grad, atol=1e-5, rtol=1e-5)
-    for name in ("weight", "bias"):
-        total = hvd.allreduce(getattr(sync, name).grad, op=hvd.Sum, name="sbn." + name)
-        torch.testing.assert_close(total, getattr(local, name).grad, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(sync.running_mean, local.running_mean)
-    torch.testing.assert_close(sync.running_var, local.running_var)
-    sync.eval()
-    local.eval()
-    torch.testing.assert_close(sync(make(0)), local(make(0)))
+    check_sync_batch_norm()

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/completion_poller.h"
+#include "core/device_completion.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {
@@ -29,6 +30,7 @@ class FakeEvents : public GpuEvents {
   }
   void stream_wait(int, void* stream, Event event) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (fail_waits) throw BackendError("cudaStreamWaitEvent failed");
     waits_.insert({stream, id(event)});
   }
   void release(Event event) override {
@@ -43,6 +45,11 @@ class FakeEvents : public GpuEvents {
     std::lock_guard<std::mutex> lock(mutex_);
     return released_.size();
   }
+  bool waits(void* stream, Event event) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return waits_.count({stream, id(event)}) > 0;
+  }
+  bool fail_waits = false;
 
  private:
   static std::intptr_t id(Event e) { return reinterpret_cast<std::intptr_t>(e); }
@@ -143,6 +150,41 @@ TEST(CompletionPoller, CallbackMayWatchAnotherEvent) {
   events.complete(first);
   events.complete(second);
   EXPECT_TRUE(eventually([&] { return second_done.load(); }));
+}
+
+// complete_when_done: every caller's stream waits for the one completion
+// event; the Works complete with the result once it is done.
+TEST(DeviceCompletion, CallersStreamsWaitAndWorksCompleteWithTheResult) {
+  FakeEvents events;
+  CompletionPoller poller(events);
+  int stream_a = 0, stream_b = 0, queue = 0;
+  std::vector<TensorEntry> entries(2);
+  entries[0].input.stream = &stream_a;
+  entries[1].input.stream = &stream_b;
+  for (TensorEntry& e : entries) e.work = std::make_shared<detail::WorkState>();
+  Tensor result(DataType::kFloat32, {3});
+  complete_when_done(events, poller, 0, &queue, {&entries[0], &entries[1]}, result, {1, 2});
+  const GpuEvents::Event done = reinterpret_cast<GpuEvents::Event>(1);
+  EXPECT_TRUE(events.waits(&stream_a, done));
+  EXPECT_TRUE(events.waits(&stream_b, done));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(entries[0].work->done());
+  events.complete(done);
+  ASSERT_TRUE(eventually([&] { return entries[1].work->done(); }));
+  EXPECT_EQ(entries[0].work->output().data(), result.data());
+  EXPECT_EQ(entries[1].work->received_splits(), (std::vector<std::int64_t>{1, 2}));
+  EXPECT_TRUE(eventually([&] { return events.released() == 1; }));
+}
+
+TEST(DeviceCompletion, FailedStreamWaitReleasesTheEventAndThrows) {
+  FakeEvents events;
+  CompletionPoller poller(events);
+  events.fail_waits = true;
+  TensorEntry entry;
+  entry.work = std::make_shared<detail::WorkState>();
+  EXPECT_THROW(complete_when_done(events, poller, 0, nullptr, {&entry}), BackendError);
+  EXPECT_EQ(events.released(), 1u);
+  EXPECT_EQ(poller.pending(), 0u);
 }
 
 }  // namespace

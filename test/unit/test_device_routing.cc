@@ -1,9 +1,12 @@
 // CollectiveExecutor's routing of CUDA tensors to DeviceOperations, with
 // fakes (no GPU): fused allreduces reach the device as one group, broadcast
 // goes there too, unsupported ops and builds without device operations fail
-// the Work with a clear error, CPU tensors stay on the backend.
+// the Work with a clear error, CPU tensors stay on the backend. Staged
+// device operations (MPI/Gloo): every collective runs on the CPU backend
+// over the staging's host copies, whose results go back to the outputs.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -53,6 +56,40 @@ class FakeDevice : public DeviceOperations {
   bool fail = false;
 };
 
+// Queues `entry` with a new Work (kept in `works`) and returns the Response
+// of two ranks that submitted it alike.
+Response enqueue(TensorQueue& queue, std::vector<std::shared_ptr<detail::WorkState>>& works,
+                 TensorEntry entry) {
+  entry.work = std::make_shared<detail::WorkState>();
+  works.push_back(entry.work);
+  Response response;
+  response.op_type = entry.request.op_type;
+  response.name = entry.request.name;
+  response.first_dims = {entry.request.shape[0], entry.request.shape[0]};
+  queue.push(std::move(entry));
+  return response;
+}
+
+// A device-side backend with every collective (NCCL): records the plans of
+// those whose result it allocates.
+class FakeResultDevice : public FakeDevice {
+ public:
+  void allgather(const TensorEntry& entry, const ResultPlan& plan) override { take(entry, plan); }
+  void alltoall(const TensorEntry& entry, const ResultPlan& plan) override { take(entry, plan); }
+  void reducescatter(const TensorEntry& entry, const ResultPlan& plan, double divisor) override {
+    take(entry, plan);
+    divisors.push_back(divisor);
+  }
+  std::vector<ResultPlan> plans;
+  std::vector<double> divisors;
+
+ private:
+  void take(const TensorEntry& entry, const ResultPlan& plan) {
+    plans.push_back(plan);
+    entry.work->complete();
+  }
+};
+
 class DeviceRoutingTest : public ::testing::Test {
  protected:
   DeviceRoutingTest() { topology_.size = 2; }
@@ -66,14 +103,7 @@ class DeviceRoutingTest : public ::testing::Test {
     entry.request.device = device;
     entry.input = TensorView(data_, DataType::kFloat32, {4}, device);
     entry.output = entry.input;
-    entry.work = std::make_shared<detail::WorkState>();
-    works_.push_back(entry.work);
-    queue_.push(std::move(entry));
-    Response response;
-    response.op_type = op;
-    response.name = name;
-    response.first_dims = {4, 4};
-    return response;
+    return enqueue(queue_, works_, std::move(entry));
   }
   std::string error_of(std::size_t i) {
     EXPECT_TRUE(works_[i]->done());
@@ -132,10 +162,33 @@ TEST_F(DeviceRoutingTest, BroadcastGoesToTheDeviceOtherOpsFailClearly) {
   EXPECT_EQ(backend_.calls, 0);
 }
 
+TEST_F(DeviceRoutingTest, CollectivesWithResultsGetTheirShapesAndCounts) {
+  FakeResultDevice device;
+  CollectiveExecutor executor(backend_, topology_, nullptr, &device);
+  std::vector<Response> responses{submit("g", OpType::kAllgather, Device::cuda(0)),
+                                  submit("t", OpType::kAlltoall, Device::cuda(0)),
+                                  submit("r", OpType::kReducescatter, Device::cuda(0))};
+  responses[0].first_dims = {4, 1};
+  responses[1].splits = {3, 1, 2, 2};  // rank 0 sends 3 rows to itself, 1 to rank 1
+  executor.execute_all(responses, queue_);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(error_of(i), "");
+  ASSERT_EQ(device.plans.size(), 3u);
+  EXPECT_EQ(device.plans[0].shape, std::vector<std::int64_t>{5});
+  EXPECT_EQ(device.plans[0].counts, (std::vector<std::size_t>{4, 1}));
+  EXPECT_EQ(device.plans[1].send_counts, (std::vector<std::size_t>{3, 1}));
+  EXPECT_EQ(device.plans[1].counts, (std::vector<std::size_t>{3, 2}));
+  EXPECT_EQ(device.plans[1].received_splits, (std::vector<std::int64_t>{3, 2}));
+  EXPECT_EQ(device.plans[1].shape, std::vector<std::int64_t>{5});
+  EXPECT_EQ(device.plans[2].counts, (std::vector<std::size_t>{2, 2}));
+  EXPECT_EQ(device.plans[2].shape, std::vector<std::int64_t>{2});
+  EXPECT_EQ(device.divisors, std::vector<double>{1.0});
+  EXPECT_EQ(backend_.calls, 0);
+}
+
 TEST_F(DeviceRoutingTest, WithoutDeviceOperationsCudaTensorsAreRefused) {
   CollectiveExecutor executor(backend_, topology_, nullptr, nullptr);
   executor.execute_all({submit("x", OpType::kAllreduce, Device::cuda(1))}, queue_);
-  EXPECT_NE(error_of(0).find("tensors on cuda:1 need a build with NCCL"), std::string::npos)
+  EXPECT_NE(error_of(0).find("tensors on cuda:1 need a build with CUDA"), std::string::npos)
       << error_of(0);
   EXPECT_EQ(backend_.calls, 0);
 }
@@ -149,6 +202,212 @@ TEST_F(DeviceRoutingTest, DeviceFailureFailsEveryMember) {
   for (std::size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(error_of(i), "other error: device refused");
   }
+}
+
+// Two ranks holding the same data, float32 only (the executor widens
+// float16 to float32 first): Sum doubles, gathers repeat this rank's data.
+class MirrorBackend : public Backend {
+ public:
+  const char* name() const override { return "mirror"; }
+  BackendCapabilities capabilities() const override { return {}; }
+  void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override {
+    ASSERT_EQ(dtype, DataType::kFloat32);
+    ASSERT_EQ(op, ReduceOp::kSum);
+    for (std::size_t i = 0; i < count; ++i) static_cast<float*>(buffer)[i] *= 2;
+    calls.push_back("allreduce " + std::to_string(count));
+  }
+  void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
+                  DataType dtype) override {
+    const std::size_t bytes = counts[0] * dtype_size(dtype);
+    std::memcpy(output, input, bytes);
+    std::memcpy(static_cast<char*>(output) + bytes, input, bytes);
+    calls.push_back("allgatherv");
+  }
+  void broadcast(void* buffer, std::size_t, DataType, int root) override {
+    static_cast<float*>(buffer)[0] = float(root) + 100;  // root's data differs
+    calls.push_back("broadcast");
+  }
+  void alltoallv(const void* input, const std::vector<std::size_t>& send_counts, void* output,
+                 const std::vector<std::size_t>&, DataType dtype) override {
+    // Rank 0: from each rank its first segment (what every rank sends to 0).
+    const std::size_t bytes = send_counts[0] * dtype_size(dtype);
+    std::memcpy(output, input, bytes);
+    std::memcpy(static_cast<char*>(output) + bytes, input, bytes);
+    calls.push_back("alltoallv");
+  }
+  void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
+                     DataType dtype, ReduceOp) override {
+    ASSERT_EQ(dtype, DataType::kFloat32);
+    for (std::size_t i = 0; i < counts[0]; ++i) {
+      static_cast<float*>(output)[i] = 2 * static_cast<float*>(buffer)[i];
+    }
+    calls.push_back("reducescatter");
+  }
+  std::vector<std::string> calls;
+};
+
+// "Device" memory is host memory here: stage_in copies into buffers of its
+// own, finish_in_place copies back, results complete the Works at once.
+class FakeStaging : public DeviceOperations, public HostStaging {
+ public:
+  const char* name() const override { return "fake-staged"; }
+  std::shared_ptr<void> record_ready(const TensorView&) override { return nullptr; }
+  HostStaging* staging() override { return this; }
+  void allreduce(const std::vector<const TensorEntry*>&, int) override { FAIL(); }
+  void broadcast(const TensorEntry&) override { FAIL(); }
+
+  std::vector<TensorView> stage_in(const std::vector<const TensorEntry*>& group) override {
+    if (fail) throw BackendError("copy failed");
+    std::vector<TensorView> views;
+    host_.clear();
+    for (const TensorEntry* e : group) {
+      host_.emplace_back(e->input.size_bytes());
+      std::memcpy(host_.back().data(), e->input.data, e->input.size_bytes());
+      views.emplace_back(host_.back().data(), e->input.dtype, e->input.shape);
+    }
+    staged_groups.push_back(group.size());
+    return views;
+  }
+  void finish_in_place(const std::vector<const TensorEntry*>& group,
+                       const std::vector<TensorView>& staged) override {
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      EXPECT_EQ(staged[i].device, Device::cpu());
+      std::memcpy(group[i]->output.data, staged[i].data, staged[i].size_bytes());
+      group[i]->work->complete();
+    }
+  }
+  void finish_with_result(const TensorEntry& entry, const Tensor& result,
+                          std::vector<std::int64_t> received_splits) override {
+    entry.work->complete(result, std::move(received_splits));
+  }
+  std::vector<std::size_t> staged_groups;
+  bool fail = false;
+
+ private:
+  std::vector<std::vector<unsigned char>> host_;
+};
+
+class StagedRoutingTest : public ::testing::Test {
+ protected:
+  StagedRoutingTest() { topology_.size = 2; }
+
+  template <typename T>
+  Response submit(const std::string& name, OpType op, std::vector<T>& in, std::vector<T>& out,
+                  Request request = {}) {
+    TensorEntry entry;
+    request.name = name;
+    request.op_type = op;
+    request.dtype = dtype_of<T>();
+    request.shape = {static_cast<std::int64_t>(in.size())};
+    request.device = Device::cuda(0);
+    entry.request = request;
+    entry.input = TensorView(in.data(), dtype_of<T>(), request.shape, Device::cuda(0));
+    entry.output = TensorView(out.data(), dtype_of<T>(), request.shape, Device::cuda(0));
+    return enqueue(queue_, works_, std::move(entry));
+  }
+  void expect_ok() {
+    for (auto& w : works_) {
+      ASSERT_TRUE(w->done());
+      EXPECT_FALSE(w->error());
+    }
+  }
+
+  Topology topology_;
+  MirrorBackend backend_;
+  FakeStaging staging_;
+  TensorQueue queue_;
+  std::vector<std::shared_ptr<detail::WorkState>> works_;
+};
+
+TEST_F(StagedRoutingTest, FusedAllreduceRunsOnTheCpuBackendWithScaling) {
+  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_);
+  std::vector<float> a{1, 2, 3}, a_out(3), b{4, 5}, c{6};
+  Request r;
+  r.reduce_op = ReduceOp::kAverage;
+  r.prescale_factor = 2.0;
+  r.postscale_factor = 3.0;
+  executor.execute_all({submit("a", OpType::kAllreduce, a, a_out, r),
+                        submit("b", OpType::kAllreduce, b, b, r),
+                        submit("c", OpType::kAllreduce, c, c, r)},
+                       queue_);
+  expect_ok();
+  EXPECT_EQ(staging_.staged_groups, std::vector<std::size_t>{3});  // one fused group
+  EXPECT_EQ(backend_.calls, std::vector<std::string>{"allreduce 6"});
+  // 3 * (2x + 2x) / 2 = 6x
+  EXPECT_EQ(a_out, (std::vector<float>{6, 12, 18}));
+  EXPECT_EQ(a, (std::vector<float>{1, 2, 3}));  // out of place: input untouched
+  EXPECT_EQ(b, (std::vector<float>{24, 30}));
+  EXPECT_EQ(c, std::vector<float>{36});
+}
+
+TEST_F(StagedRoutingTest, Float16IsReducedInFloat32LikeCpuTensors) {
+  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_);
+  std::vector<float16_t> x{float16_t(1.5f), float16_t(-2.0f)};
+  Request r;
+  r.reduce_op = ReduceOp::kSum;
+  executor.execute_all({submit("h", OpType::kAllreduce, x, x, r)}, queue_);
+  expect_ok();
+  EXPECT_EQ(float(x[0]), 3.0f);
+  EXPECT_EQ(float(x[1]), -4.0f);
+}
+
+TEST_F(StagedRoutingTest, EveryOtherCollectiveIsStagedToo) {
+  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_);
+  std::vector<float> g{1, 2}, bc{7, 8}, at{3, 4}, rs{5, 6, 7, 8};
+  Request bcast;
+  bcast.root_rank = 1;
+  Request rsr;
+  rsr.reduce_op = ReduceOp::kSum;
+  std::vector<Response> responses;
+  responses.push_back(submit("g", OpType::kAllgather, g, g));
+  responses.push_back(submit("b", OpType::kBroadcast, bc, bc, bcast));
+  responses.push_back(submit("t", OpType::kAlltoall, at, at));
+  responses.back().splits = {1, 1, 1, 1};
+  responses.push_back(submit("r", OpType::kReducescatter, rs, rs, rsr));
+  executor.execute_all(responses, queue_);
+  expect_ok();
+  EXPECT_EQ(backend_.calls,
+            (std::vector<std::string>{"allgatherv", "broadcast", "alltoallv", "reducescatter"}));
+  const Tensor& gathered = works_[0]->output();
+  ASSERT_EQ(gathered.shape(), (std::vector<std::int64_t>{4}));
+  EXPECT_EQ(gathered.data_as<float>()[3], 2.0f);
+  EXPECT_EQ(bc, (std::vector<float>{101, 8}));  // copied back to the tensor
+  const Tensor& exchanged = works_[2]->output();
+  EXPECT_EQ(exchanged.data_as<float>()[1], 3.0f);
+  EXPECT_EQ(works_[2]->received_splits(), (std::vector<std::int64_t>{1, 1}));
+  const Tensor& share = works_[3]->output();
+  ASSERT_EQ(share.shape(), (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(share.data_as<float>()[1], 12.0f);
+  EXPECT_EQ(rs, (std::vector<float>{5, 6, 7, 8}));  // the input is not clobbered
+}
+
+TEST_F(StagedRoutingTest, StagingFailureFailsTheWorks) {
+  staging_.fail = true;
+  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_);
+  std::vector<float> a{1}, b{2};
+  executor.execute_all({submit("a", OpType::kAllreduce, a, a), submit("b", OpType::kAllreduce, b, b)},
+                       queue_);
+  for (auto& w : works_) {
+    ASSERT_TRUE(w->done());
+    EXPECT_TRUE(w->error());
+  }
+  EXPECT_TRUE(backend_.calls.empty());
+}
+
+TEST(HostStaging, PlanAlignsEveryTensor) {
+  const StagingPlan plan = plan_staging({10, 0, 256, 1}, 256);
+  EXPECT_EQ(plan.offsets, (std::vector<std::size_t>{0, 256, 256, 512}));
+  EXPECT_EQ(plan.total, 768u);
+  EXPECT_EQ(plan_staging({}).total, 0u);
+}
+
+TEST(HostStaging, BuffersGrowByDoublingInWholeMebibytes) {
+  constexpr std::size_t kMiB = 1 << 20;
+  EXPECT_EQ(grown_capacity(0, 0), 0u);
+  EXPECT_EQ(grown_capacity(0, 10), kMiB);
+  EXPECT_EQ(grown_capacity(kMiB, kMiB), kMiB);  // enough: kept
+  EXPECT_EQ(grown_capacity(kMiB, kMiB + 1), 2 * kMiB);
+  EXPECT_EQ(grown_capacity(2 * kMiB, 9 * kMiB + 5), 10 * kMiB);
 }
 
 }  // namespace

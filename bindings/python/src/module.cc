@@ -60,6 +60,9 @@ void bind_basics(py::module_& m) {
   m.def("stop_timeline", &hvd::stop_timeline, no_gil);
   m.def("built_transports", &hvd::built_transports,
         "The transports of this build, in order of preference.");
+  m.def("built_gpu_operations", &hvd::built_gpu_operations,
+        "What HOROVODCPP_GPU_OPERATIONS may name: \"nccl\" if built, then the CPU\n"
+        "transports CUDA tensors are staged through; empty without CUDA.");
   m.def("transport", &hvd::transport, "The transport this job runs on (\"mpi\", \"gloo\").");
   m.attr("__version__") = hvd::version();
 }

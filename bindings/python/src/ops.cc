@@ -2,6 +2,7 @@
 // are tensors or (tensor, dtype name) pairs (see tensor_import.h).
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -15,9 +16,21 @@ namespace {
 
 using OptSet = std::optional<hvd::ProcessSet>;  // None: the global set
 
-std::vector<ImportedTensor> import_all(const std::vector<py::object>& objs, bool writable) {
+// CUDA tensors get `stream` (a cudaStream_t as an integer, 0: the legacy
+// default stream): the core orders its reads after the work queued there so
+// far and the stream's later work after the result. CPU tensors ignore it.
+ImportedTensor import_on(py::handle obj, bool writable, std::uintptr_t stream) {
+  ImportedTensor tensor = import_tensor(obj, writable);
+  if (tensor.view.device.type == hvd::DeviceType::kCUDA) {
+    tensor.view.stream = reinterpret_cast<void*>(stream);
+  }
+  return tensor;
+}
+
+std::vector<ImportedTensor> import_all(const std::vector<py::object>& objs, bool writable,
+                                       std::uintptr_t stream) {
   std::vector<ImportedTensor> result;
-  for (const py::object& obj : objs) result.push_back(import_tensor(obj, writable));
+  for (const py::object& obj : objs) result.push_back(import_on(obj, writable, stream));
   return result;
 }
 
@@ -41,43 +54,46 @@ std::vector<Work> member_works(std::vector<hvd::Work> works,
 }
 
 Work allreduce_async(py::object input, py::object output, const std::string& name, hvd::ReduceOp op,
-                     double prescale, double postscale, const OptSet& ps) {
+                     double prescale, double postscale, const OptSet& ps, std::uintptr_t stream) {
   release_finished();
   if (output.is_none()) {
-    ImportedTensor tensor = import_tensor(input, /*writable=*/true);
+    ImportedTensor tensor = import_on(input, /*writable=*/true, stream);
     return make_work(hvd::allreduce_async(tensor.view, name, op, prescale, postscale, resolve(ps)),
                      {&tensor});
   }
-  ImportedTensor in = import_tensor(input, false);
-  ImportedTensor out = import_tensor(output, true);
+  ImportedTensor in = import_on(input, false, stream);
+  ImportedTensor out = import_on(output, true, stream);
   return make_work(
       hvd::allreduce_async(in.view, out.view, name, op, prescale, postscale, resolve(ps)),
       {&in, &out});
 }
 
-Work allgather_async(py::object input, const std::string& name, const OptSet& ps) {
+Work allgather_async(py::object input, const std::string& name, const OptSet& ps,
+                     std::uintptr_t stream) {
   release_finished();
-  ImportedTensor in = import_tensor(input, false);
+  ImportedTensor in = import_on(input, false, stream);
   return make_work(hvd::allgather_async(in.view, name, resolve(ps)), {&in});
 }
 
-Work broadcast_async(py::object tensor, int root_rank, const std::string& name, const OptSet& ps) {
+Work broadcast_async(py::object tensor, int root_rank, const std::string& name, const OptSet& ps,
+                     std::uintptr_t stream) {
   release_finished();
-  ImportedTensor t = import_tensor(tensor, true);
+  ImportedTensor t = import_on(tensor, true, stream);
   return make_work(hvd::broadcast_async(t.view, root_rank, name, resolve(ps)), {&t});
 }
 
 Work alltoall_async(py::object input, const std::vector<std::int64_t>& splits,
-                    const std::string& name, const OptSet& ps) {
+                    const std::string& name, const OptSet& ps, std::uintptr_t stream) {
   release_finished();
-  ImportedTensor in = import_tensor(input, false);
+  ImportedTensor in = import_on(input, false, stream);
   return make_work(hvd::alltoall_async(in.view, splits, name, resolve(ps)), {&in});
 }
 
 Work reducescatter_async(py::object input, const std::string& name, hvd::ReduceOp op,
-                         double prescale, double postscale, const OptSet& ps) {
+                         double prescale, double postscale, const OptSet& ps,
+                         std::uintptr_t stream) {
   release_finished();
-  ImportedTensor in = import_tensor(input, false);
+  ImportedTensor in = import_on(input, false, stream);
   return make_work(hvd::reducescatter_async(in.view, name, op, prescale, postscale, resolve(ps)),
                    {&in});
 }
@@ -85,33 +101,36 @@ Work reducescatter_async(py::object input, const std::string& name, hvd::ReduceO
 std::vector<Work> grouped_allreduce_async(const std::vector<py::object>& inputs,
                                           std::optional<std::vector<py::object>> outputs,
                                           const std::string& name, hvd::ReduceOp op,
-                                          double prescale, double postscale, const OptSet& ps) {
+                                          double prescale, double postscale, const OptSet& ps,
+                                          std::uintptr_t stream) {
   release_finished();
   if (!outputs) {
-    auto tensors = import_all(inputs, true);
+    auto tensors = import_all(inputs, true, stream);
     return member_works(
         hvd::grouped_allreduce_async(views(tensors), name, op, prescale, postscale, resolve(ps)),
         tensors);
   }
-  auto in = import_all(inputs, false);
-  auto out = import_all(*outputs, true);
+  auto in = import_all(inputs, false, stream);
+  auto out = import_all(*outputs, true, stream);
   return member_works(hvd::grouped_allreduce_async(views(in), views(out), name, op, prescale,
                                                    postscale, resolve(ps)),
                       in, out);
 }
 
 std::vector<Work> grouped_allgather_async(const std::vector<py::object>& inputs,
-                                          const std::string& name, const OptSet& ps) {
+                                          const std::string& name, const OptSet& ps,
+                                          std::uintptr_t stream) {
   release_finished();
-  auto in = import_all(inputs, false);
+  auto in = import_all(inputs, false, stream);
   return member_works(hvd::grouped_allgather_async(views(in), name, resolve(ps)), in);
 }
 
 std::vector<Work> grouped_reducescatter_async(const std::vector<py::object>& inputs,
                                               const std::string& name, hvd::ReduceOp op,
-                                              double prescale, double postscale, const OptSet& ps) {
+                                              double prescale, double postscale, const OptSet& ps,
+                                              std::uintptr_t stream) {
   release_finished();
-  auto in = import_all(inputs, false);
+  auto in = import_all(inputs, false, stream);
   return member_works(
       hvd::grouped_reducescatter_async(views(in), name, op, prescale, postscale, resolve(ps)), in);
 }
@@ -128,26 +147,28 @@ void bind_ops(py::module_& m) {
 
   const auto avg = hvd::ReduceOp::kAverage;
   const auto on = [] { return py::arg("process_set") = py::none(); };  // None: the global set
+  // CUDA tensors' stream (torch.cuda.current_stream().cuda_stream); 0: default.
+  const auto st = [] { return py::arg("stream") = std::uintptr_t(0); };
   m.def("allreduce_async", &allreduce_async, py::arg("input"), py::arg("output") = py::none(),
         py::arg("name") = "", py::arg("op") = avg, py::arg("prescale_factor") = 1.0,
-        py::arg("postscale_factor") = 1.0, on(),
+        py::arg("postscale_factor") = 1.0, on(), st(),
         "output = postscale * reduce(prescale * input); in place when output is None.");
-  m.def("allgather_async", &allgather_async, py::arg("input"), py::arg("name") = "", on());
+  m.def("allgather_async", &allgather_async, py::arg("input"), py::arg("name") = "", on(), st());
   m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root_rank"),
-        py::arg("name") = "", on(), "root_rank is a global rank, also on a process set.");
+        py::arg("name") = "", on(), st(), "root_rank is a global rank, also on a process set.");
   m.def("alltoall_async", &alltoall_async, py::arg("input"),
-        py::arg("splits") = std::vector<std::int64_t>{}, py::arg("name") = "", on());
+        py::arg("splits") = std::vector<std::int64_t>{}, py::arg("name") = "", on(), st());
   m.def("reducescatter_async", &reducescatter_async, py::arg("input"), py::arg("name") = "",
         py::arg("op") = avg, py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0,
-        on());
+        on(), st());
   m.def("grouped_allreduce_async", &grouped_allreduce_async, py::arg("inputs"),
         py::arg("outputs") = py::none(), py::arg("name") = "", py::arg("op") = avg,
-        py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0, on());
+        py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0, on(), st());
   m.def("grouped_allgather_async", &grouped_allgather_async, py::arg("inputs"),
-        py::arg("name") = "", on());
+        py::arg("name") = "", on(), st());
   m.def("grouped_reducescatter_async", &grouped_reducescatter_async, py::arg("inputs"),
         py::arg("name") = "", py::arg("op") = avg, py::arg("prescale_factor") = 1.0,
-        py::arg("postscale_factor") = 1.0, on());
+        py::arg("postscale_factor") = 1.0, on(), st());
 }
 
 }  // namespace hvdpy

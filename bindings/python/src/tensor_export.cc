@@ -39,13 +39,19 @@ void capsule_destructor(PyObject* capsule) {
   }
 }
 
+DLDevice dlpack_device(const hvd::Tensor& tensor) {
+  const hvd::Device device = tensor.device();
+  if (device.type == hvd::DeviceType::kCUDA) return {kDLCUDA, device.index};
+  return {kDLCPU, 0};
+}
+
 }  // namespace
 
 py::capsule Buffer::dlpack() const {
   auto* e = new Export{tensor_, tensor_.shape(), {}};
   DLTensor& t = e->managed.dl_tensor;
   t.data = e->tensor.data();
-  t.device = {kDLCPU, 0};
+  t.device = dlpack_device(tensor_);
   t.ndim = static_cast<std::int32_t>(e->shape.size());
   t.dtype = dlpack_dtype(tensor_.dtype());
   t.shape = e->shape.data();
@@ -64,10 +70,16 @@ py::capsule Buffer::dlpack() const {
 void bind_buffer(py::module_& m) {
   py::class_<Buffer>(m, "Buffer",
                      "A result tensor allocated by horovodcpp, exported through DLPack.")
-      .def("__dlpack__", [](const Buffer& b, py::object /*stream*/) { return b.dlpack(); },
-           py::arg("stream") = py::none())
+      // A CUDA result is complete once its Work is (the Work's wait comes
+      // first), so the consumer's stream needs no ordering: `stream` is unused.
+      .def(
+          "__dlpack__", [](const Buffer& b, py::object /*stream*/) { return b.dlpack(); },
+          py::arg("stream") = py::none())
       .def("__dlpack_device__",
-           [](const Buffer&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
+           [](const Buffer& b) {
+             const DLDevice device = dlpack_device(b.tensor());
+             return py::make_tuple(static_cast<int>(device.device_type), device.device_id);
+           })
       .def_property_readonly("shape", [](const Buffer& b) { return b.tensor().shape(); })
       .def_property_readonly("dtype",
                              [](const Buffer& b) { return hvd::dtype_name(b.tensor().dtype()); });

@@ -1,6 +1,7 @@
 // Results the library allocated (allgather, alltoall, reducescatter) handed
 // to Python as a DLPack producer: torch.utils.dlpack.from_dlpack(buffer) or
-// numpy.from_dlpack(buffer) wrap the memory without a copy.
+// numpy.from_dlpack(buffer) wrap the memory without a copy. Results of CUDA
+// tensors are device memory on the input's GPU (kDLCUDA).
 #pragma once
 
 #include <pybind11/pybind11.h>

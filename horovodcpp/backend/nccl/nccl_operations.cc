@@ -3,8 +3,10 @@
 #include <utility>
 
 #include "core/batched_copy_plan.h"
+#include "core/device_completion.h"
 #include "gpu/batched_copy.h"
 #include "gpu/cuda_check.h"
+#include "gpu/device_tensor.h"
 
 namespace hvd {
 namespace {
@@ -67,25 +69,6 @@ void NcclOperations::wait_ready(const std::vector<const TensorEntry*>& group) {
   }
 }
 
-void NcclOperations::finish(const std::vector<const TensorEntry*>& group) {
-  GpuEvents::Event done = events_.record(device_, communicator_->stream());
-  std::vector<std::shared_ptr<detail::WorkState>> works;
-  for (const TensorEntry* entry : group) {
-    // The caller's next kernel on its stream runs after the result is in.
-    events_.stream_wait(device_, entry->input.stream, done);
-    works.push_back(entry->work);
-  }
-  poller_->watch(done, [works = std::move(works)](std::exception_ptr error) {
-    for (const auto& work : works) {
-      if (error) {
-        work->fail(error);
-      } else {
-        work->complete();
-      }
-    }
-  });
-}
-
 void* NcclOperations::fusion_buffer(std::size_t bytes) {
   if (bytes > fusion_bytes_) {
     // Stream-ordered: freed after the work already queued that uses it,
@@ -135,14 +118,52 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
     backend_->allreduce(buffer, total, dtype, op);
     copy_all(unpack_tasks(buffer, outputs, dtype_size(dtype)), dtype, postscale, stream);
   }
-  finish(group);
+  complete_when_done(events_, *poller_, device_, communicator_->stream(), group);
 }
 
 void NcclOperations::broadcast(const TensorEntry& entry) {
   wait_ready({&entry});
   backend_->broadcast(entry.input.data, entry.input.num_elements(), entry.input.dtype,
                       entry.request.root_rank);
-  finish({&entry});
+  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry});
+}
+
+void NcclOperations::allgather(const TensorEntry& entry, const ResultPlan& plan) {
+  wait_ready({&entry});
+  Tensor output = device_tensor(device_, entry.input.dtype, plan.shape);
+  backend_->allgatherv(entry.input.data, output.data(), plan.counts, entry.input.dtype);
+  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry}, output);
+}
+
+void NcclOperations::alltoall(const TensorEntry& entry, const ResultPlan& plan) {
+  wait_ready({&entry});
+  Tensor output = device_tensor(device_, entry.input.dtype, plan.shape);
+  backend_->alltoallv(entry.input.data, plan.send_counts, output.data(), plan.counts,
+                      entry.input.dtype);
+  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry}, output,
+                     plan.received_splits);
+}
+
+// NCCL may clobber its input: reduce a prescaled copy in the fusion buffer,
+// never the caller's tensor; Average and postscale in place afterwards.
+void NcclOperations::reducescatter(const TensorEntry& entry, const ResultPlan& plan,
+                                   double divisor) {
+  const Request& request = entry.request;
+  const DataType dtype = request.dtype;
+  const std::uint64_t n = entry.input.num_elements();
+  wait_ready({&entry});
+  cudaStream_t stream = communicator_->stream();
+  void* scratch = fusion_buffer(n * dtype_size(dtype));
+  copy_all({{entry.input.data, scratch, n}}, dtype, CopyScale{1.0, request.prescale_factor},
+           stream);
+  Tensor output = device_tensor(device_, dtype, plan.shape);
+  backend_->reducescatter(scratch, output.data(), plan.counts, dtype, ReduceOp::kSum);
+  const CopyScale postscale{divisor, request.postscale_factor};
+  const std::uint64_t mine = static_cast<std::uint64_t>(output.num_elements());
+  if (!postscale.identity()) {
+    copy_all({{output.data(), output.data(), mine}}, dtype, postscale, stream);
+  }
+  complete_when_done(events_, *poller_, device_, stream, {&entry}, output);
 }
 
 }  // namespace hvd

@@ -4,7 +4,9 @@
 // batched copy kernel (prescale folded in), runs the collective, unpacks
 // (Average and postscale folded in), records a completion event, makes
 // each caller's stream wait for it, and hands it to a CompletionPoller that
-// completes the Works: no step waits on the GPU.
+// completes the Works: no step waits on the GPU. Allgather, alltoall and
+// reducescatter write into device memory they allocate on the tensor's GPU,
+// which becomes the Work's output.
 #pragma once
 
 #include <memory>
@@ -28,15 +30,15 @@ class NcclOperations : public DeviceOperations {
   std::shared_ptr<void> record_ready(const TensorView& tensor) override;
   void allreduce(const std::vector<const TensorEntry*>& group, int contributors) override;
   void broadcast(const TensorEntry& entry) override;
+  void allgather(const TensorEntry& entry, const ResultPlan& plan) override;
+  void alltoall(const TensorEntry& entry, const ResultPlan& plan) override;
+  void reducescatter(const TensorEntry& entry, const ResultPlan& plan, double divisor) override;
 
  private:
   // Creates the communicator on `device` at first use; one GPU per rank.
   void ensure(int device);
   // The NCCL stream waits for every entry's ready event.
   void wait_ready(const std::vector<const TensorEntry*>& group);
-  // Records the completion event, makes the callers' streams wait for it,
-  // and completes the Works when it has happened.
-  void finish(const std::vector<const TensorEntry*>& group);
   void* fusion_buffer(std::size_t bytes);
 
   Controller& controller_;

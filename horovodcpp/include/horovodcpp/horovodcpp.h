@@ -49,6 +49,10 @@ bool is_homogeneous();
 // The transports this build has ("mpi", "gloo"), in order of preference;
 // callable before init().
 std::vector<std::string> built_transports();
+// What HOROVODCPP_GPU_OPERATIONS may name in this build: "nccl" when built
+// with NCCL, then the CPU transports CUDA tensors can be staged through;
+// empty without CUDA (CUDA tensors are refused). Callable before init().
+std::vector<std::string> built_gpu_operations();
 // The transport this job runs on: HOROVODCPP_CPU_OPERATIONS (or
 // HOROVODCPP_CONTROLLER) as read at init(), else built_transports()[0].
 std::string transport();

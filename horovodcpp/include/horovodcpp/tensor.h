@@ -44,18 +44,25 @@ TensorView view(std::vector<T>& values) {
                     {static_cast<std::int64_t>(values.size())});
 }
 
-// A CPU tensor that owns its memory (shared between copies of the Tensor).
+// A tensor that owns its memory (shared between copies of the Tensor): host
+// memory the library allocated, or, for results of collectives on CUDA
+// tensors, device memory on `device()` (not readable from the host).
 class Tensor {
  public:
   Tensor() = default;
-  Tensor(DataType dtype, std::vector<std::int64_t> shape);
+  Tensor(DataType dtype, std::vector<std::int64_t> shape);  // host memory
+  // Memory allocated elsewhere: `storage` holds `data` (e.g. device memory
+  // whose deleter frees it) and lives as long as any copy of the Tensor.
+  Tensor(DataType dtype, std::vector<std::int64_t> shape, Device device, void* data,
+         std::shared_ptr<void> storage);
 
   DataType dtype() const { return dtype_; }
   const std::vector<std::int64_t>& shape() const { return shape_; }
+  Device device() const { return device_; }
   std::int64_t num_elements() const;
   std::size_t size_bytes() const;
-  void* data() { return storage_ ? storage_->data() : nullptr; }
-  const void* data() const { return storage_ ? storage_->data() : nullptr; }
+  void* data() { return data_; }
+  const void* data() const { return data_; }
   template <typename T>
   T* data_as() { return static_cast<T*>(data()); }
   template <typename T>
@@ -65,7 +72,9 @@ class Tensor {
  private:
   DataType dtype_ = DataType::kFloat32;
   std::vector<std::int64_t> shape_;
-  std::shared_ptr<std::vector<unsigned char>> storage_;
+  Device device_;
+  std::shared_ptr<void> storage_;
+  void* data_ = nullptr;
 };
 
 // "[2, 3]"

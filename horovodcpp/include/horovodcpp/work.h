@@ -29,7 +29,8 @@ class Work {
   // The error of a completed operation; null if it succeeded or is running.
   std::exception_ptr error() const;
   // The library-allocated output (allgather, alltoall, reducescatter);
-  // waits for completion first.
+  // waits for completion first. For CUDA tensors it is device memory on
+  // the input's GPU (Tensor::device()).
   const Tensor& output() const;
   // Alltoall: rows received from each rank; waits for completion first.
   const std::vector<std::int64_t>& received_splits() const;

@@ -107,11 +107,14 @@ def gloo_enabled():
 
 
 def nccl_built():
-    return False
+    """True when built with NCCL (CUDA tensors reduced on the GPU)."""
+    return "nccl" in _core.built_gpu_operations()
 
 
 def cuda_built():
-    return False
+    """True when built with CUDA: CUDA tensors are accepted (NCCL, or staged
+    through host memory onto MPI/Gloo)."""
+    return bool(_core.built_gpu_operations())
 
 
 def rocm_built():

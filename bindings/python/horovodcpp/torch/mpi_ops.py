@@ -4,13 +4,17 @@ blocking forms (allreduce, allgather, ...) are in autograd_ops.py.
 
 Tensors cross into the C++ core through DLPack, in place: in-place
 operations write into the tensor's memory, out-of-place ones into a new
-tensor (or one the core allocated). Names get the operation as prefix
+tensor (or one the core allocated). CUDA tensors go with the current CUDA
+stream of their device (torch.cuda.current_stream()): the core's copies or
+NCCL kernels run after what was queued there when the operation was
+started, and that stream's later work runs after the result; results the
+core allocates are on the tensor's GPU. Names get the operation as prefix
 ("allreduce.<name>"), as in Horovod; unnamed operations get automatic names,
 which match across ranks only if every rank issues them in the same order.
 """
 
 import torch
-from torch.utils.dlpack import from_dlpack
+from torch.utils.dlpack import from_dlpack, to_dlpack
 
 from horovodcpp import _core
 from horovodcpp.common.basics import Average, Sum
@@ -25,16 +29,32 @@ _SUPPORTED_DTYPES = {
 
 
 def _core_tensor(tensor):
-    """What _core takes for `tensor`: a detached view of the same memory.
+    """What _core takes for `tensor`: a detached view of the same memory
+    (CUDA tensors as a DLPack capsule, made without any stream
+    synchronisation: the core orders itself after _stream(tensor)).
     bool goes as (uint8 view, "bool"): PyTorch 1.x cannot export bool."""
     if tensor.dtype not in _SUPPORTED_DTYPES:
         raise ValueError("Tensor type {} is not supported.".format(tensor.type()))
     if tensor.is_sparse:
         raise ValueError("Sparse tensors are not supported here; use sparse_allreduce_async.")
     tensor = tensor.detach()
-    if tensor.dtype == torch.bool:
-        return (tensor.view(torch.uint8), "bool")
-    return tensor
+    is_bool = tensor.dtype == torch.bool
+    if is_bool:
+        tensor = tensor.view(torch.uint8)
+    if tensor.is_cuda:
+        tensor = to_dlpack(tensor)
+    return (tensor, "bool") if is_bool else tensor
+
+
+def _stream(tensor):
+    """The stream the core orders a CUDA tensor's collective after (and the
+    result before): the current stream of the tensor's device; 0 for CPU."""
+    return torch.cuda.current_stream(tensor.device).cuda_stream if tensor.is_cuda else 0
+
+
+def _group_stream(tensors):
+    """A group's stream: its first CUDA tensor's (a group is on one device)."""
+    return next((_stream(t) for t in tensors if t.is_cuda), 0)
 
 
 def _inplace_tensor(tensor):
@@ -57,11 +77,11 @@ def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor
     ps = _core_set(process_set)
     if output is tensor:
         work = _core.allreduce_async(_inplace_tensor(tensor), None, _name("allreduce", name), op,
-                                     prescale_factor, postscale_factor, ps)
+                                     prescale_factor, postscale_factor, ps, _stream(tensor))
     else:
         work = _core.allreduce_async(_core_tensor(tensor.contiguous()), _core_tensor(output),
                                      _name("allreduce", name), op, prescale_factor,
-                                     postscale_factor, ps)
+                                     postscale_factor, ps, _stream(tensor))
     return register([work], lambda: output)
 
 
@@ -101,7 +121,8 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postsc
         inputs = [_core_tensor(t.contiguous()) for t in tensors]
         core_outputs = [_core_tensor(t) for t in outputs]
     works = _core.grouped_allreduce_async(inputs, core_outputs, _name("grouped_allreduce", name),
-                                          op, prescale_factor, postscale_factor, ps)
+                                          op, prescale_factor, postscale_factor, ps,
+                                          _group_stream(tensors))
     return register(works, lambda: list(outputs))
 
 
@@ -140,7 +161,8 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
         raise NotImplementedError("sparse allreduce supports Sum and Average only")
     indices = tensor._indices().t().contiguous()  # rows are nonzeros: gathered along dim 0
     values = tensor._values().contiguous()
-    works = [_core.allgather_async(_core_tensor(part), _name("allgather", name + suffix), ps)
+    works = [_core.allgather_async(_core_tensor(part), _name("allgather", name + suffix), ps,
+                                   _stream(part))
              for part, suffix in ((indices, ".indices"), (values, ".values"))]
 
     def finish():
@@ -156,7 +178,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating every rank's `tensor` along the first dimension
     (which may differ between ranks). synchronize() returns the result."""
     work = _core.allgather_async(_core_tensor(tensor.contiguous()), _name("allgather", name),
-                                 _core_set(process_set))
+                                 _core_set(process_set), _stream(tensor))
     return register([work], lambda: _from_core(work.output(), tensor))
 
 
@@ -164,7 +186,8 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """allgather_async of a list of tensors as one group."""
     tensors = list(tensors)
     works = _core.grouped_allgather_async([_core_tensor(t.contiguous()) for t in tensors],
-                                          _name("grouped_allgather", name), _core_set(process_set))
+                                          _name("grouped_allgather", name), _core_set(process_set),
+                                          _group_stream(tensors))
     return register(works, lambda: [_from_core(w.output(), t) for w, t in zip(works, tensors)])
 
 
@@ -178,7 +201,7 @@ def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     """Starts overwriting `tensor` with root_rank's `tensor`, in place."""
     work = _core.broadcast_async(_inplace_tensor(tensor), root_rank, _name("broadcast", name),
-                                 _core_set(process_set))
+                                 _core_set(process_set), _stream(tensor))
     return register([work], lambda: tensor)
 
 
@@ -200,7 +223,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     else:
         split_list, splits_dtype = [int(s) for s in splits], torch.int32
     work = _core.alltoall_async(_core_tensor(tensor.contiguous()), split_list,
-                                _name("alltoall", name), ps)
+                                _name("alltoall", name), ps, _stream(tensor))
     return register([work], lambda: (_from_core(work.output(), tensor),
                                      torch.tensor(work.received_splits(), dtype=splits_dtype)))
 
@@ -212,7 +235,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     one row more. `op` is Average or Sum."""
     work = _core.reducescatter_async(_core_tensor(tensor.contiguous()),
                                      _name("reducescatter", name), op, prescale_factor,
-                                     postscale_factor, _core_set(process_set))
+                                     postscale_factor, _core_set(process_set), _stream(tensor))
     return register([work], lambda: _from_core(work.output(), tensor))
 
 
@@ -223,7 +246,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     works = _core.grouped_reducescatter_async([_core_tensor(t.contiguous()) for t in tensors],
                                               _name("grouped_reducescatter", name), op,
                                               prescale_factor, postscale_factor,
-                                              _core_set(process_set))
+                                              _core_set(process_set), _group_stream(tensors))
     return register(works, lambda: [_from_core(w.output(), t) for w, t in zip(works, tensors)])
 
 
@@ -237,8 +260,8 @@ def join(device=-1):
     InvalidArgumentError. Returns, on every rank, the rank that joined last
     (e.g. to broadcast its parameters). Global set only.
 
-    device: Horovod's device for the zero tensors; horovodcpp is CPU-only
-    and ignores it."""
+    device: Horovod's device for the zero tensors; ignored (join() with
+    CUDA tensors is not supported yet)."""
     del device
     return _core.join()
 

@@ -1,0 +1,247 @@
+// Every collective on CUDA tensors through hvd::init: allreduce with every
+// op and float16/bfloat16/int64 (and int16, staged only), fused groups
+// with scale factors, broadcast, allgather with per-rank sizes, alltoall
+// with splits, reducescatter; results the library allocates are on the
+// tensor's GPU. Inputs are written on the caller's stream behind a long
+// queue of other work, so results are only right if the collective waited
+// for the tensor's ready event. Built twice: gpu_collective_tests (NCCL, one
+// GPU per rank) and gpu_staged_tests (HVD_TEST_GPU_OPERATIONS=gloo unless
+// HOROVODCPP_GPU_OPERATIONS is set: staged through pinned host memory,
+// run under hvdrun with 1 to 4 ranks that may all share one GPU).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+#include "horovodcpp/horovodcpp.h"
+
+namespace hvd {
+namespace {
+
+using test::DeviceBuffer;
+
+class EveryCollectiveTest : public test::GpuTest {
+ protected:
+  static void SetUpTestSuite() {
+    if (!test::no_device_reason().empty()) return;
+#ifdef HVD_TEST_GPU_OPERATIONS
+    setenv("HOROVODCPP_GPU_OPERATIONS", HVD_TEST_GPU_OPERATIONS, /*overwrite=*/0);
+#endif
+    hvd::init();
+  }
+  static void TearDownTestSuite() {
+    if (hvd::is_initialized()) hvd::shutdown();
+  }
+  void SetUp() override {
+    test::GpuTest::SetUp();
+    if (IsSkipped()) return;
+    int devices = 0;
+    HVD_CUDA_CHECK(cudaGetDeviceCount(&devices));
+    device_ = hvd::local_rank() % devices;  // with one GPU, every rank shares it
+    HVD_CUDA_CHECK(cudaSetDevice(device_));
+    HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    scratch_ = std::make_unique<DeviceBuffer<unsigned char>>(kScratch);
+  }
+  void TearDown() override {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  // Staged through host memory (gloo, mpi) rather than on NCCL.
+  static bool staged() {
+    const char* ops = std::getenv("HOROVODCPP_GPU_OPERATIONS");
+    return ops != nullptr && std::string(ops) != "nccl";
+  }
+
+  // Device memory filled with `values` on the caller's stream, after ~256
+  // MB of memsets: the staging must wait for it.
+  template <typename T>
+  std::unique_ptr<DeviceBuffer<T>> on_stream(const std::vector<T>& values) {
+    auto buffer = std::make_unique<DeviceBuffer<T>>(values.size());
+    for (int i = 0; i < 4; ++i) {
+      HVD_CUDA_CHECK(cudaMemsetAsync(scratch_->get(), i, kScratch / 4, stream_));
+    }
+    const std::size_t bytes = values.size() * sizeof(T);
+    HVD_CUDA_CHECK(cudaMemsetAsync(buffer->get(), 0xff, bytes, stream_));
+    sources_.emplace_back(bytes);  // the async copy reads it later
+    std::memcpy(sources_.back().data(), values.data(), bytes);
+    HVD_CUDA_CHECK(cudaMemcpyAsync(buffer->get(), sources_.back().data(), bytes,
+                                   cudaMemcpyHostToDevice, stream_));
+    return buffer;
+  }
+  template <typename T>
+  TensorView view_of(T* data, std::vector<std::int64_t> shape) {
+    TensorView view(data, dtype_of<T>(), std::move(shape), Device::cuda(device_));
+    view.stream = stream_;
+    return view;
+  }
+  // Read on the caller's stream: ordered after the collective's copies.
+  template <typename T>
+  std::vector<T> read(const T* data, std::size_t n) {
+    std::vector<T> host(n);
+    HVD_CUDA_CHECK(
+        cudaMemcpyAsync(host.data(), data, n * sizeof(T), cudaMemcpyDeviceToHost, stream_));
+    HVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return host;
+  }
+  // A library-allocated result: on this rank's GPU.
+  template <typename T>
+  std::vector<T> read_output(const Work& work) {
+    const Tensor& out = work.output();
+    EXPECT_EQ(out.device(), Device::cuda(device_));
+    return read(static_cast<const T*>(out.data()), static_cast<std::size_t>(out.num_elements()));
+  }
+
+  static constexpr std::size_t kScratch = 256u << 20;
+  std::unique_ptr<DeviceBuffer<unsigned char>> scratch_;
+  std::deque<std::vector<unsigned char>> sources_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+TEST_F(EveryCollectiveTest, AllreduceEveryOp) {
+  const int size = hvd::size(), rank = hvd::rank();
+  const std::size_t n = 1 << 20;
+  std::vector<float> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = float(i % 5) + rank + 1;
+  struct Case {
+    ReduceOp op;
+    const char* name;
+  };
+  for (Case c :
+       {Case{ReduceOp::kSum, "sum"}, Case{ReduceOp::kAverage, "avg"}, Case{ReduceOp::kMin, "min"},
+        Case{ReduceOp::kMax, "max"}, Case{ReduceOp::kProduct, "prod"}}) {
+    auto in = on_stream(values);
+    DeviceBuffer<float> out(n);
+    allreduce_async(view_of(in->get(), {std::int64_t(n)}), view_of(out.get(), {std::int64_t(n)}),
+                    std::string("every.") + c.name, c.op)
+        .wait();
+    const std::vector<float> got = read(out.get(), n);
+    for (std::size_t i : {std::size_t(0), std::size_t(3), n - 1}) {
+      const float base = float(i % 5) + 1;
+      float want = 0;
+      switch (c.op) {
+        case ReduceOp::kSum: want = base * size + size * (size - 1) / 2.0f; break;
+        case ReduceOp::kAverage: want = base + (size - 1) / 2.0f; break;
+        case ReduceOp::kMin: want = base; break;
+        case ReduceOp::kMax: want = base + size - 1; break;
+        case ReduceOp::kProduct:
+          want = 1;
+          for (int r = 0; r < size; ++r) want *= base + r;
+          break;
+      }
+      EXPECT_FLOAT_EQ(got[i], want) << c.name << " " << i;
+    }
+    EXPECT_EQ(read(in->get(), 1)[0], values[0]);  // out of place: input untouched
+  }
+}
+
+TEST_F(EveryCollectiveTest, HalfPrecisionAndIntegers) {
+  const int size = hvd::size(), rank = hvd::rank();
+  auto h = on_stream(std::vector<float16_t>(1000, float16_t(rank + 0.5f)));
+  auto b = on_stream(std::vector<bfloat16_t>(1000, bfloat16_t(float(rank + 1))));
+  auto i = on_stream(std::vector<std::int64_t>(1000, std::int64_t(rank) << 33));
+  auto s = on_stream(std::vector<std::int16_t>(10, std::int16_t(rank + 1)));
+  Work wh = allreduce_async(view_of(h->get(), {1000}), "every.f16", ReduceOp::kSum);
+  Work wb = allreduce_async(view_of(b->get(), {10, 100}), "every.bf16", ReduceOp::kAverage);
+  Work wi = allreduce_async(view_of(i->get(), {1000}), "every.i64", ReduceOp::kSum);
+  for (Work* w : {&wh, &wb, &wi}) w->wait();
+  EXPECT_EQ(float(read(h->get(), 1000)[999]), size * size / 2.0f);
+  EXPECT_EQ(float(read(b->get(), 1000)[0]), (size + 1) / 2.0f);
+  EXPECT_EQ(read(i->get(), 1000)[500], (std::int64_t(size) * (size - 1) / 2) << 33);
+  const TensorView sv = view_of(s->get(), {10});
+  if (staged()) {
+    allreduce_async(sv, "every.i16", ReduceOp::kMax).wait();
+    EXPECT_EQ(read(s->get(), 10)[9], size);
+  } else {
+    EXPECT_THROW(allreduce_async(sv, "every.i16", ReduceOp::kMax).wait(), InvalidArgument);
+  }
+}
+
+TEST_F(EveryCollectiveTest, FusedGroupWithScaleFactors) {
+  constexpr int kTensors = 20;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> buffers;
+  std::vector<TensorView> views;
+  for (int t = 0; t < kTensors; ++t) {
+    const std::int64_t n = 100 + 37 * t;
+    buffers.push_back(on_stream(std::vector<float>(n, float(t))));
+    views.push_back(view_of(buffers.back()->get(), {n}));
+  }
+  std::vector<Work> works = grouped_allreduce_async(views, "every.group", ReduceOp::kAverage,
+                                                    /*prescale=*/2.0, /*postscale=*/0.25);
+  for (Work& w : works) w.wait();
+  for (int t = 0; t < kTensors; ++t) {
+    const std::vector<float> got = read(buffers[t]->get(), 100 + 37 * t);
+    EXPECT_EQ(got.front(), t * 0.5f) << t;
+    EXPECT_EQ(got.back(), t * 0.5f) << t;
+  }
+}
+
+TEST_F(EveryCollectiveTest, Broadcast) {
+  auto d = on_stream(std::vector<double>(5000, hvd::rank() + 7.0));
+  broadcast_async(view_of(d->get(), {5000}), /*root_rank=*/hvd::size() - 1, "every.bcast").wait();
+  EXPECT_EQ(read(d->get(), 5000)[4999], hvd::size() - 1 + 7.0);
+}
+
+TEST_F(EveryCollectiveTest, AllgatherWithPerRankSizes) {
+  const int size = hvd::size(), rank = hvd::rank();
+  // Rank r: r + 1 rows of 3 values r.
+  auto d = on_stream(std::vector<float>(3 * (rank + 1), float(rank)));
+  Work w = allgather_async(view_of(d->get(), {rank + 1, 3}), "every.gather");
+  w.wait();
+  const std::vector<float> got = read_output<float>(w);
+  EXPECT_EQ(w.output().shape(), (std::vector<std::int64_t>{size * (size + 1) / 2, 3}));
+  std::size_t at = 0;
+  for (int r = 0; r < size; ++r) {
+    for (int k = 0; k < 3 * (r + 1); ++k, ++at) ASSERT_EQ(got[at], float(r)) << at;
+  }
+}
+
+TEST_F(EveryCollectiveTest, AlltoallWithSplits) {
+  const int size = hvd::size(), rank = hvd::rank();
+  // Rank j gets j + 1 rows (of 2 values 100 * sender + j) from every rank.
+  std::vector<std::int64_t> splits;
+  std::vector<std::int32_t> values;
+  for (int j = 0; j < size; ++j) {
+    splits.push_back(j + 1);
+    values.insert(values.end(), 2 * (j + 1), 100 * rank + j);
+  }
+  auto d = on_stream(values);
+  Work w = alltoall_async(view_of(d->get(), {std::int64_t(values.size() / 2), 2}), splits,
+                          "every.alltoall");
+  w.wait();
+  EXPECT_EQ(w.received_splits(), std::vector<std::int64_t>(size, rank + 1));
+  const std::vector<std::int32_t> got = read_output<std::int32_t>(w);
+  ASSERT_EQ(got.size(), std::size_t(2 * size * (rank + 1)));
+  for (int r = 0; r < size; ++r) EXPECT_EQ(got[2 * r * (rank + 1)], 100 * r + rank) << r;
+}
+
+TEST_F(EveryCollectiveTest, ReducescatterAverageAndFloat16) {
+  const int size = hvd::size(), rank = hvd::rank();
+  const std::int64_t rows = 2 * size + 1;
+  std::vector<float> values;
+  std::vector<float16_t> halves;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    values.insert(values.end(), 4, float(r + rank));
+    halves.push_back(float16_t(float(r)));
+  }
+  auto d = on_stream(values);
+  auto h = on_stream(halves);
+  Work w = reducescatter_async(view_of(d->get(), {rows, 4}), "every.rs", ReduceOp::kAverage);
+  Work wh = reducescatter_async(view_of(h->get(), {rows}), "every.rs16", ReduceOp::kSum);
+  w.wait();
+  wh.wait();
+  // This rank's rows start after the earlier ranks' shares (the first rows % size get one more).
+  std::int64_t first = 0;
+  for (int r = 0; r < rank; ++r) first += rows / size + (r < rows % size ? 1 : 0);
+  const std::vector<float> got = read_output<float>(w);
+  EXPECT_EQ(w.output().shape()[0], rows / size + (rank < rows % size ? 1 : 0));
+  EXPECT_FLOAT_EQ(got[0], first + (size - 1) / 2.0f);
+  EXPECT_EQ(float(read_output<float16_t>(wh)[0]), float(first * size));
+}
+
+}  // namespace
+}  // namespace hvd

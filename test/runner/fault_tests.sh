@@ -11,13 +11,16 @@
 #             nobody tears them down) rank 2 is SIGKILLed while the ranks
 #             are inside a 64 MiB allreduce on the shared-memory path: the
 #             survivors fail by themselves, naming rank 2, within 10 s
+#   staged survivors  (Gloo, without hvdrun) the same across two hosts of
+#             two ranks (host-staged allreduce): a SIGKILLed rank makes the
+#             three others fail within 10 s
 # After each case no process of the job may remain (found by a unique
 # --tag), and no shared-memory segment of horovodcpp (/dev/shm/hvdcpp-*)
 # that was not there before.
 #
 # usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...] [--shm]   (default: --mpi --gloo)
 # --shm: the build has the shared-memory path: also run "shm survivors"
-# (with --gloo).
+# and "staged survivors" (with --gloo).
 # Prints one line per case and "N passed, M failed"; exits 1 if any failed.
 set -u
 
@@ -226,12 +229,68 @@ shm_survivors() {
   fi
 }
 
+# Four ranks started without hvdrun as two hosts of two (127.0.0.1 and
+# 127.0.0.2): allreduce runs host-staged (shared memory inside each host,
+# Gloo between them). Rank 1 is SIGKILLed inside a 64 MiB allreduce: its
+# host peer (shared memory), its cross-host peer (Gloo) and the last rank
+# (told through its host's segment) all fail by themselves within 10 s.
+staged_survivors() {
+  local tag="hvdft-$$-$RANDOM$RANDOM" store log="$WORK/staged-survivors.log" r rc why=""
+  local pids=() segments killed took errors
+  ALL_TAGS+=("$tag")
+  store=$(mktemp -d "$WORK/store.XXXXXX")
+  segments=$(shm_segments)
+  for r in 0 1 2 3; do
+    env HOROVODCPP_RANK=$r HOROVODCPP_SIZE=4 HOROVODCPP_LOCAL_RANK=$((r % 2)) \
+      HOROVODCPP_LOCAL_SIZE=2 HOROVODCPP_CROSS_RANK=$((r / 2)) HOROVODCPP_CROSS_SIZE=2 \
+      HOROVODCPP_HOSTNAME=127.0.0.$((r / 2 + 1)) HOROVODCPP_GLOO_FILE_STORE="$store" \
+      HOROVODCPP_CPU_OPERATIONS=gloo HOROVODCPP_LOG_LEVEL=info timeout -s KILL "$SAFETY" \
+      "$WORKER" --iters 100000 --count 16777216 --kill-rank 1 --kill-at 3 --kill-after-ms 20 \
+      --tag "$tag" >"$WORK/staged-survivors-$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 2 3; do
+    wait "${pids[$r]}"
+    rc=$?
+    [ "$rc" -eq 3 ] || why+="rank $r exited with $rc, not 3 (an error); "
+  done
+  took=$(now)
+  wait "${pids[1]}" 2>/dev/null
+  cat "$WORK"/staged-survivors-*.log >"$log"
+  grep -q "shm+gloo: 2 hosts" "$log" || why+="the host-staged backend was not used; "
+  killed=$(sed -n 's/.*raises SIGKILL at iteration [0-9]* at \([0-9.]*\).*/\1/p' "$log")
+  if [ -z "$killed" ]; then
+    why+="rank 1 never raised SIGKILL; "
+  else
+    took=$(echo "$took - $killed" | bc)
+    if [ "$(echo "$took > $LIMIT" | bc)" = 1 ]; then why+="the survivors took ${took}s (limit ${LIMIT}s); "; fi
+  fi
+  grep -q "rank 1 .*died" "$WORK/staged-survivors-0.log" ||
+    why+="rank 0's error does not say that its host peer rank 1 died; "
+  grep -q "fault_worker: .*Gloo: connection to a peer was lost" "$WORK/staged-survivors-3.log" ||
+    why+="rank 3's error does not say that its Gloo peer was lost; "
+  grep -q "fault_worker: .*\(gave up\|died\|lost\)" "$WORK/staged-survivors-2.log" ||
+    why+="rank 2's error does not say why; "
+  local left
+  if left=$(leftovers "$tag"); then why+="$left; "; fi
+  if left=$(new_segments "$segments"); then why+="$left; "; fi
+  if [ -z "$why" ]; then
+    errors=$(grep -h -m1 -o 'fault_worker: .*' "$WORK"/staged-survivors-[023].log | cut -c1-160 |
+      sed 's/^/      /')
+    report "staged survivors" 1 "all three failed $(printf '%.1f' "$took")s after the kill:
+$errors" "$log"
+  else
+    report "staged survivors" 0 "$why" "$log"
+  fi
+}
+
 for mode in "${MODES[@]}"; do
   for case in exit sigkill sigint; do
     run_case "$mode" "$case"
   done
   [ "$mode" = --gloo ] && unreachable_host
   [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && shm_survivors
+  [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors
 done
 
 echo "$PASSED passed, $FAILED failed"

@@ -4,7 +4,8 @@
 # the namespaces). hvdrun runs in the first; it reaches the second through a
 # remote shell that maps an address to its namespace (`ip netns exec`).
 #   allreduce  -np 4 -H 10.203.0.1:2,10.203.0.2:2: every rank prints the
-#              right sum, ranks 2-3 really ran in the second namespace
+#              right sum, ranks 2-3 really ran in the second namespace, on
+#              the host-staged backend (shared memory inside each host)
 #   fault      a rank on the second host exits 1: hvdrun fails within 10 s
 #              and no process of the job is left in either namespace
 #
@@ -86,10 +87,12 @@ report() {  # name why log
 
 # 1. allreduce across both namespaces
 log="$WORK/allreduce.log"
-hvdrun_in_a "$log" "$WORKER" --iters 20 --tag "$TAG"
+HOROVODCPP_LOG_LEVEL=info hvdrun_in_a "$log" "$WORKER" --iters 20 --tag "$TAG"
 rc=$?
 why=""
 [ "$rc" -ne 0 ] && why+="hvdrun exited $rc; "
+# Two ranks per namespace: shared memory inside each, Gloo between them.
+grep -q "shm+gloo: 2 hosts" "$log" || why+="the host-staged backend (shm+gloo) was not used; "
 for r in 0 1 2 3; do
   if [ "$r" -lt 2 ]; then host=$ADDR_A netns=$NETNS_A; else host=$ADDR_B netns=$NETNS_B; fi
   if ! grep -qF "[$r]<stdout>: fault_worker rank $r of 4 host $host result 10 ok netns $netns" \

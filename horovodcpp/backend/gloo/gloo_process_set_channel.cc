@@ -62,8 +62,8 @@ const std::vector<std::string>& GlooProcessSetChannel::host_keys() {
     // the topology: two "hosts" with one machine name (127.0.0.1 and
     // 127.0.0.2, or network namespaces) stay apart.
     const auto listed = env_setting("HOSTNAME");
-    hosts_ = allgather(listed && !listed->empty() ? *listed : machine_hostname(),
-                       world_->timeout());
+    hosts_ =
+        allgather(listed && !listed->empty() ? *listed : machine_hostname(), world_->timeout());
   }
   return hosts_;
 }

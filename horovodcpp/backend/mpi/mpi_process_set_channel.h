@@ -33,7 +33,7 @@ class MpiProcessSetChannel : public ProcessSetChannel {
  private:
   std::shared_ptr<MpiContext> world_;
   MPI_Comm comm_ = MPI_COMM_NULL;
-  bool abandoned_ = false;  // a timed-out exchange is still pending on comm_
+  bool abandoned_ = false;          // a timed-out exchange is still pending on comm_
   std::vector<std::string> hosts_;  // host_keys(), once learned
 };
 

@@ -45,7 +45,10 @@ HostLayout host_layout(const std::vector<std::string>& keys, int rank) {
 
 HostStagedBackend::HostStagedBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
                                      const HostLayout& layout)
-    : inner_(std::move(inner)), even_(layout.even()), local_(layout.local) {
+    : inner_(std::move(inner)),
+      even_(layout.even()),
+      rank_(layout.hosts[layout.host][layout.local]),
+      local_(layout.local) {
   HVD_CHECK(inner_ != nullptr, InvalidArgument, "HostStagedBackend needs an inner backend");
   name_ = std::string("shm+") + inner_->name();
   // Every rank creates every sub-transport in the same order (the channel's
@@ -75,26 +78,35 @@ BackendCapabilities HostStagedBackend::capabilities() const {
   return capabilities;
 }
 
-void HostStagedBackend::cross_allreduce(void* buffer, std::size_t count, DataType dtype,
-                                        ReduceOp op) {
-  try {
-    cross_.backend->allreduce(buffer, count, dtype, op);
-  } catch (const std::exception& e) {
-    if (host_) host_->abandon(std::string("its allreduce across hosts failed: ") + e.what());
-    throw;
-  }
-}
-
 void HostStagedBackend::allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
   HVD_CHECK(op == ReduceOp::kSum || op == ReduceOp::kMin || op == ReduceOp::kMax ||
                 op == ReduceOp::kProduct,
             InvalidArgument,
             "the host-staged backend reduces with Sum, Min, Max or Product, not op "
                 << static_cast<int>(op));
+  HVD_CHECK(!broken_, RankFailure,
+            "host-staged allreduce: an earlier one failed; the ranks are no longer in step");
   if (count == 0) return;
+  try {
+    run_stages(buffer, count, dtype, op);
+  } catch (const std::exception& e) {
+    // Nobody must wait for this rank: its host peers learn it through the
+    // segment (which numbers ranks within the host, so name the job's rank),
+    // its cross-host peers from the connections closed with its transport.
+    broken_ = true;
+    if (host_) {
+      host_->abandon("(rank " + std::to_string(rank_) +
+                     " of the job) its host-staged allreduce failed: " + e.what());
+    }
+    cross_ = Transport{};
+    throw;
+  }
+}
+
+void HostStagedBackend::run_stages(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
   if (!even_) {
     if (host_) host_->allreduce(buffer, count, dtype, op);
-    if (cross_.backend) cross_allreduce(buffer, count, dtype, op);
+    if (cross_.backend) cross_.backend->allreduce(buffer, count, dtype, op);
     if (host_) host_->broadcast(buffer, count, dtype, 0);
     return;
   }
@@ -106,7 +118,7 @@ void HostStagedBackend::allreduce(void* buffer, std::size_t count, DataType dtyp
   const std::size_t bytes = std::max<std::size_t>(mine * dtype_size(dtype), 1);
   if (scratch_.size() < bytes) scratch_.resize(bytes);
   host_->reducescatter(buffer, scratch_.data(), shares_, dtype, op);
-  if (mine > 0) cross_allreduce(scratch_.data(), mine, dtype, op);
+  if (mine > 0) cross_.backend->allreduce(scratch_.data(), mine, dtype, op);
   host_->allgatherv(scratch_.data(), buffer, shares_, dtype);
 }
 
@@ -131,8 +143,8 @@ void HostStagedBackend::reducescatter(void* buffer, void* output,
   inner_->reducescatter(buffer, output, counts, dtype, op);
 }
 
-std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend,
-                                           Controller& controller, ProcessSetChannel& channel) {
+std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend, Controller& controller,
+                                           ProcessSetChannel& channel) {
   const Topology& topology = controller.topology();
   // One rank, or one host (maybe_use_shm's case), or one rank per host.
   if (topology.size < 2 || topology.local_size == topology.size) return backend;
@@ -149,8 +161,7 @@ std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend,
   std::string problem = channel.cannot_create_transports();
   if (on_my_host != static_cast<std::size_t>(topology.local_size)) {
     problem = "the host key says " + std::to_string(on_my_host) +
-              " ranks share this host, the topology says " +
-              std::to_string(topology.local_size);
+              " ranks share this host, the topology says " + std::to_string(topology.local_size);
   }
   std::vector<std::uint64_t> able{problem.empty() ? 1u : 0u};
   controller.bitwise_and(able);

@@ -57,6 +57,9 @@ class HostStagedBackend : public Backend {
   // shares in parallel, a shared-memory allgatherv reassembles the buffer.
   // Uneven hosts: a shared-memory allreduce, the hosts' first ranks
   // allreduce across hosts, a shared-memory broadcast from the first rank.
+  // A failure in any stage fails this rank's later allreduces too, and
+  // makes its peers stop waiting for it at once: its host's segment is
+  // marked failed and its cross-host connections are closed.
   void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;
   // Delegated to the inner (flat) backend.
   void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
@@ -68,26 +71,27 @@ class HostStagedBackend : public Backend {
                      DataType dtype, ReduceOp op) override;
 
  private:
-  // The cross-host allreduce; if it fails, the host's peers are told
-  // through the segment so they fail at once instead of waiting for us.
-  void cross_allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op);
+  // The stages of allreduce (see above).
+  void run_stages(void* buffer, std::size_t count, DataType dtype, ReduceOp op);
 
   std::unique_ptr<Backend> inner_;
   std::string name_;
   bool even_ = false;
-  int local_ = 0;
+  bool broken_ = false;                          // a stage failed
+  int rank_ = 0;                                 // in the job
+  int local_ = 0;                                // in the host
   std::unique_ptr<Controller> host_controller_;  // null on a host of one rank
   std::unique_ptr<ShmBackend> host_;             // null on a host of one rank
   Transport cross_;  // empty where this rank takes no part in the cross stage
   // Kept between calls: no allocation in steady state.
-  std::vector<std::size_t> shares_;      // elements of each local rank's share
+  std::vector<std::size_t> shares_;     // elements of each local rank's share
   std::vector<unsigned char> scratch_;  // this rank's share
 };
 
 // The transport hook for jobs on several hosts: wraps `backend` in a
 // HostStagedBackend when some host has several ranks and HOROVODCPP_SHM is
 // not 0 on rank 0. Collective over `controller` and `channel` (all ranks).
-std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend,
-                                           Controller& controller, ProcessSetChannel& channel);
+std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend, Controller& controller,
+                                           ProcessSetChannel& channel);
 
 }  // namespace hvd

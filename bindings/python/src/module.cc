@@ -61,6 +61,9 @@ void bind_basics(py::module_& m) {
   m.def("built_transports", &hvd::built_transports,
         "The transports of this build, in order of preference.");
   m.def("transport", &hvd::transport, "The transport this job runs on (\"mpi\", \"gloo\").");
+  m.def("backend_name", &hvd::backend_name,
+        "What the global set's collectives run on (\"mpi\", \"gloo\", \"shm\", \"shm+mpi\",\n"
+        "\"shm+gloo\").");
   m.attr("__version__") = hvd::version();
 }
 

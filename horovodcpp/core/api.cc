@@ -80,6 +80,7 @@ bool is_homogeneous() { return current()->homogeneous(); }
 std::vector<std::string> built_transports() { return available_transports(); }
 std::vector<std::string> built_gpu_operations() { return available_gpu_operations(); }
 std::string transport() { return current()->transport_name(); }
+std::string backend_name() { return current()->backend_name(); }
 
 ProcessSet global_process_set() { return current()->global_process_set(); }
 

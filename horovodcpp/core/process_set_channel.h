@@ -31,6 +31,14 @@ class ProcessSetChannel {
   // `ranks`. Members get a controller and backend whose topology is their
   // place in the set; the other ranks get an empty Transport.
   virtual Transport create_transport(int id, const std::vector<int>& ranks) = 0;
+
+  // Collective over all ranks of the job on the first call (later calls
+  // return the same): a key per global rank naming its host, equal exactly
+  // for the ranks the transport's topology puts on one host (its
+  // local_rank/local_size).
+  virtual const std::vector<std::string>& host_keys() = 0;
+  // Why create_transport would refuse on this rank (empty: it would not).
+  virtual std::string cannot_create_transports() const { return ""; }
 };
 
 }  // namespace hvd

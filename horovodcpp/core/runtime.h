@@ -33,6 +33,8 @@ class Runtime {
   bool homogeneous() const { return homogeneous_; }
   // The transport the job runs on ("mpi", "gloo").
   const std::string& transport_name() const { return transport_name_; }
+  // What the global set's collectives run on ("mpi", "shm", "shm+gloo", ...).
+  std::string backend_name() const { return global_->backend_name(); }
 
   // Queue on `process_set`; InvalidArgument at once if it is not registered
   // or this rank is not a member.

@@ -12,6 +12,7 @@
 #include "backend/mpi/mpi_process_set_channel.h"
 #endif
 #if HVD_HAVE_SHM
+#include "backend/shm/hierarchical_backend.h"
 #include "backend/shm/shm_backend.h"
 #endif
 #if HVD_HAVE_GLOO
@@ -36,8 +37,11 @@ Transport create_transport_with() {
   Transport transport = transport_over<ControllerType, BackendType>(context);
   transport.process_sets = std::make_unique<ChannelType>(context);
 #if HVD_HAVE_SHM
-  // All ranks on this host: collectives through shared memory (HOROVODCPP_SHM).
+  // All ranks on this host: collectives through shared memory; on several
+  // hosts: shared memory inside each (HOROVODCPP_SHM).
   transport.backend = maybe_use_shm(std::move(transport.backend), *transport.controller);
+  transport.backend = maybe_stage_hosts(std::move(transport.backend), *transport.controller,
+                                        *transport.process_sets);
 #endif
   return transport;
 }

@@ -71,7 +71,9 @@ TEST(Topology, RankSizeLocalCross) {
             launcher_int_or("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", hvd::local_rank()));
   EXPECT_EQ(hvd::local_size(),
             launcher_int_or("LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", hvd::local_size()));
-  // The suites run on one host.
+  // The suites run on one host, except where the ctest entry says how the
+  // ranks spread over hosts (checked in test_backend_name.cc).
+  if (std::getenv("HOROVODCPP_TEST_EXPECT_LOCAL_SIZES") != nullptr) return;
   EXPECT_EQ(hvd::local_size(), size);
   EXPECT_EQ(hvd::local_rank(), rank);
   EXPECT_EQ(hvd::cross_size(), 1);

@@ -11,13 +11,17 @@
 #             nobody tears them down) rank 2 is SIGKILLed while the ranks
 #             are inside a 64 MiB allreduce on the shared-memory path: the
 #             survivors fail by themselves, naming rank 2, within 10 s
+#   staged survivors  (Gloo, without hvdrun) the same across two hosts of
+#             two ranks (host-staged allreduce): a SIGKILLed rank makes the
+#             three others fail within 10 s; again with survivors that stay
+#             alive after their error
 # After each case no process of the job may remain (found by a unique
 # --tag), and no shared-memory segment of horovodcpp (/dev/shm/hvdcpp-*)
 # that was not there before.
 #
 # usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...] [--shm]   (default: --mpi --gloo)
 # --shm: the build has the shared-memory path: also run "shm survivors"
-# (with --gloo).
+# and "staged survivors" (with --gloo).
 # Prints one line per case and "N passed, M failed"; exits 1 if any failed.
 set -u
 
@@ -183,46 +187,113 @@ unreachable_host() {
   fi
 }
 
-shm_survivors() {
-  local tag="hvdft-$$-$RANDOM$RANDOM" store log="$WORK/shm-survivors.log" r rc why=""
-  local pids=() segments killed took
+# Starts NP ranks of the worker without hvdrun (Gloo through a file store),
+# rank R with the environment `PLACE R` prints, and SIGKILLs rank KILLED
+# inside a 64 MiB allreduce. Every other rank must fail by itself within
+# LIMIT seconds of the kill and exit 3, leaving no process and no segment.
+# With LINGER_MS, the survivors stay alive that long after their error (the
+# others must not rely on their exit), and the time of failure is the one
+# each prints. Sets WHY (what went wrong, empty if nothing) and TOOK
+# (seconds from the kill to the last survivor's failure). Logs:
+# $WORK/NAME-R.log, all in $WORK/NAME.log.
+run_survivors() {  # name np killed place [linger_ms]
+  local name=$1 np=$2 killed_rank=$3 place=$4 linger=${5:-0} tag="hvdft-$$-$RANDOM$RANDOM" store r rc
+  local pids=() segments killed left
   ALL_TAGS+=("$tag")
   store=$(mktemp -d "$WORK/store.XXXXXX")
   segments=$(shm_segments)
-  for r in 0 1 2; do
-    env HOROVODCPP_RANK=$r HOROVODCPP_SIZE=3 HOROVODCPP_LOCAL_RANK=$r HOROVODCPP_LOCAL_SIZE=3 \
-      HOROVODCPP_CROSS_RANK=0 HOROVODCPP_CROSS_SIZE=1 HOROVODCPP_GLOO_FILE_STORE="$store" \
-      HOROVODCPP_CPU_OPERATIONS=gloo timeout -s KILL "$SAFETY" "$WORKER" --iters 100000 \
-      --count 16777216 --kill-rank 2 --kill-at 3 --kill-after-ms 20 --tag "$tag" \
-      >"$WORK/shm-survivors-$r.log" 2>&1 &
+  WHY=""
+  for r in $(seq 0 $((np - 1))); do
+    # shellcheck disable=SC2046  # one word per variable
+    env $($place "$r") HOROVODCPP_GLOO_FILE_STORE="$store" HOROVODCPP_CPU_OPERATIONS=gloo \
+      HOROVODCPP_LOG_LEVEL=info timeout -s KILL "$SAFETY" "$WORKER" --iters 100000 \
+      --count 16777216 --kill-rank "$killed_rank" --kill-at 3 --kill-after-ms 20 \
+      --linger-ms "$linger" --tag "$tag" >"$WORK/$name-$r.log" 2>&1 &
     pids+=($!)
   done
-  for r in 0 1; do
+  for r in $(seq 0 $((np - 1))); do
+    [ "$r" -eq "$killed_rank" ] && continue
     wait "${pids[$r]}"
     rc=$?
-    [ "$rc" -eq 3 ] || why+="rank $r exited with $rc, not 3 (an error); "
+    [ "$rc" -eq 3 ] || WHY+="rank $r exited with $rc, not 3 (an error); "
   done
-  took=$(now)
-  wait "${pids[2]}" 2>/dev/null
-  cat "$WORK"/shm-survivors-*.log >"$log"
-  killed=$(sed -n 's/.*raises SIGKILL at iteration [0-9]* at \([0-9.]*\).*/\1/p' "$log")
-  if [ -z "$killed" ]; then
-    why+="rank 2 never raised SIGKILL; "
-  else
-    took=$(echo "$took - $killed" | bc)
-    if [ "$(echo "$took > $LIMIT" | bc)" = 1 ]; then why+="the survivors took ${took}s (limit ${LIMIT}s); "; fi
+  TOOK=$(now)
+  wait "${pids[$killed_rank]}" 2>/dev/null
+  cat "$WORK/$name"-*.log >"$WORK/$name.log"
+  killed=$(sed -n 's/.*raises SIGKILL at iteration [0-9]* at \([0-9.]*\).*/\1/p' "$WORK/$name.log")
+  if [ "$linger" -gt 0 ]; then
+    TOOK=$(sed -n 's/.*fault_worker rank [0-9]* failed at \([0-9.]*\).*/\1/p' "$WORK/$name.log" |
+      sort -n | tail -n 1)
+    [ -n "$TOOK" ] || TOOK=$(now)
   fi
+  if [ -z "$killed" ]; then
+    WHY+="rank $killed_rank never raised SIGKILL; "
+  else
+    TOOK=$(echo "$TOOK - $killed" | bc)
+    if [ "$(echo "$TOOK > $LIMIT" | bc)" = 1 ]; then WHY+="the survivors took ${TOOK}s (limit ${LIMIT}s); "; fi
+  fi
+  if left=$(leftovers "$tag"); then WHY+="$left; "; fi
+  if left=$(new_segments "$segments"); then WHY+="$left; "; fi
+}
+
+# One host of three ranks (shared memory).
+one_host_place() {
+  echo "HOROVODCPP_RANK=$1 HOROVODCPP_SIZE=3 HOROVODCPP_LOCAL_RANK=$1 HOROVODCPP_LOCAL_SIZE=3" \
+    "HOROVODCPP_CROSS_RANK=0 HOROVODCPP_CROSS_SIZE=1"
+}
+
+shm_survivors() {
+  local r
+  run_survivors shm-survivors 3 2 one_host_place
   for r in 0 1; do
     grep -q "rank 2 .*died" "$WORK/shm-survivors-$r.log" ||
-      why+="rank $r's error does not say that rank 2 died; "
+      WHY+="rank $r's error does not say that rank 2 died; "
   done
-  local left
-  if left=$(leftovers "$tag"); then why+="$left; "; fi
-  if left=$(new_segments "$segments"); then why+="$left; "; fi
-  if [ -z "$why" ]; then
-    report "shm survivors" 1 "both failed $(printf '%.1f' "$took")s after the kill: $(grep -m1 -o 'shm allreduce: .*' "$WORK/shm-survivors-0.log")" "$log"
+  if [ -z "$WHY" ]; then
+    report "shm survivors" 1 "both failed $(printf '%.1f' "$TOOK")s after the kill: $(grep -m1 -o 'shm allreduce: .*' "$WORK/shm-survivors-0.log")" "$WORK/shm-survivors.log"
   else
-    report "shm survivors" 0 "$why" "$log"
+    report "shm survivors" 0 "$WHY" "$WORK/shm-survivors.log"
+  fi
+}
+
+# Two hosts of two ranks, 127.0.0.1 and 127.0.0.2 (host-staged allreduce).
+two_host_place() {
+  echo "HOROVODCPP_RANK=$1 HOROVODCPP_SIZE=4 HOROVODCPP_LOCAL_RANK=$(($1 % 2))" \
+    "HOROVODCPP_LOCAL_SIZE=2 HOROVODCPP_CROSS_RANK=$(($1 / 2)) HOROVODCPP_CROSS_SIZE=2" \
+    "HOROVODCPP_HOSTNAME=127.0.0.$(($1 / 2 + 1))"
+}
+
+# Rank 1 dies: its host peer (shared memory), its cross-host peer (Gloo) and
+# the last rank (told through its host's segment, or by its Gloo peer) all
+# fail by themselves.
+# (lingering: the survivors stay alive 12 s after their error, so the
+# failure must spread through the closed connections and the segment.)
+staged_survivors() {  # [linger_ms]
+  local errors name=staged-survivors case="staged survivors"
+  if [ "${1:-0}" -gt 0 ]; then name=staged-lingering case="staged survivors, lingering"; fi
+  local attempt
+  for attempt in 1 2 3; do
+    run_survivors "$name" 4 1 two_host_place "${1:-0}"
+    # The kill must land inside the allreduce (rank 0 then fails in shared
+    # memory); one that lands in negotiation tests the flat transport,
+    # whose survivors wait for a lingering peer up to the Gloo timeout.
+    grep -q "fault_worker: shm " "$WORK/$name-0.log" && break
+    echo "note: $case: the kill landed outside the allreduce (attempt $attempt)"
+  done
+  grep -q "shm+gloo: 2 hosts" "$WORK/$name.log" || WHY+="the host-staged backend was not used; "
+  grep -q "rank 1 .*died" "$WORK/$name-0.log" ||
+    WHY+="rank 0's error does not say that its host peer rank 1 died; "
+  grep -q "fault_worker: .*Gloo: connection to a peer was lost" "$WORK/$name-3.log" ||
+    WHY+="rank 3's error does not say that its Gloo peer was lost; "
+  grep -q "fault_worker: .*\(gave up\|died\|lost\)" "$WORK/$name-2.log" ||
+    WHY+="rank 2's error does not say why; "
+  if [ -z "$WHY" ]; then
+    errors=$(grep -h -m1 -o 'fault_worker: .*' "$WORK/$name"-[023].log | cut -c1-160 |
+      sed 's/^/      /')
+    report "$case" 1 "all three failed $(printf '%.1f' "$TOOK")s after the kill:
+$errors" "$WORK/$name.log"
+  else
+    report "$case" 0 "$WHY" "$WORK/$name.log"
   fi
 }
 
@@ -232,6 +303,8 @@ for mode in "${MODES[@]}"; do
   done
   [ "$mode" = --gloo ] && unreachable_host
   [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && shm_survivors
+  [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors
+  [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors 12000
 done
 
 echo "$PASSED passed, $FAILED failed"

@@ -3,7 +3,8 @@
 //
 //   fault_worker [--iters N] [--sleep-ms MS] [--count ELEMENTS]
 //                [--exit-rank R --exit-at I [--exit-code C]]
-//                [--kill-rank R --kill-at I [--kill-after-ms MS]] [--tag TEXT]
+//                [--kill-rank R --kill-at I [--kill-after-ms MS]] [--linger-ms MS]
+//                [--tag TEXT]
 //
 // --count:  elements of the float32 tensor (default 16).
 // --exit-*: rank R exits with code C (default 1) at iteration I.
@@ -12,6 +13,9 @@
 //           it, or MS milliseconds later from another thread (with a large
 //           --count, while the data moves). It first prints
 //           "... raises SIGKILL at iteration I at T" (T: Unix time, seconds).
+// --linger-ms: after an error, print "... failed at T" (Unix time) and stay
+//           alive MS milliseconds before exiting 3, as a process that
+//           catches the error and goes on would: peers must not need its exit.
 // --tag:    ignored; a unique marker the tests find leftover processes by.
 // On success every rank prints one line:
 //   "fault_worker rank R of N host H result X ok netns net:[INODE]"
@@ -40,7 +44,12 @@ struct Flags {
   int exit_rank = -1, exit_at = 0, exit_code = 1;
   int kill_rank = -1, kill_at = 0, kill_after_ms = 0;
   int count = 16;
+  int linger_ms = 0;
 };
+
+double unix_time() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 Flags parse(int argc, char** argv) {
   Flags f;
@@ -69,6 +78,8 @@ Flags parse(int argc, char** argv) {
       f.kill_after_ms = v;
     else if (a == "--count")
       f.count = v;
+    else if (a == "--linger-ms")
+      f.linger_ms = v;
     else if (a == "--tag")
       continue;
     else {
@@ -83,9 +94,11 @@ Flags parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   Flags f = parse(argc, argv);
+  int rank = -1;
   try {
     hvd::init();
-    const int rank = hvd::rank(), size = hvd::size();
+    rank = hvd::rank();
+    const int size = hvd::size();
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     const char* listed = std::getenv("HOROVODCPP_HOSTNAME");
@@ -103,9 +116,7 @@ int main(int argc, char** argv) {
       if (rank == f.kill_rank && it == f.kill_at) {
         std::thread([rank, it, delay = f.kill_after_ms] {
           std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-          const double now =
-              std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                  .count();
+          const double now = unix_time();
           std::fprintf(stderr, "fault_worker rank %d raises SIGKILL at iteration %d at %.3f\n",
                        rank, it, now);
           std::fflush(stderr);
@@ -130,6 +141,11 @@ int main(int argc, char** argv) {
     hvd::shutdown();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fault_worker: %s\n", e.what());
+    if (f.linger_ms > 0) {
+      std::fprintf(stderr, "fault_worker rank %d failed at %.3f\n", rank, unix_time());
+      std::fflush(stderr);
+      std::this_thread::sleep_for(std::chrono::milliseconds(f.linger_ms));
+    }
     return 3;
   }
   return 0;

@@ -4,16 +4,26 @@
 # the namespaces). hvdrun runs in the first; it reaches the second through a
 # remote shell that maps an address to its namespace (`ip netns exec`).
 #   allreduce  -np 4 -H 10.203.0.1:2,10.203.0.2:2: every rank prints the
-#              right sum, ranks 2-3 really ran in the second namespace
+#              right sum, ranks 2-3 really ran in the second namespace, on
+#              the host-staged backend (shared memory inside each host)
 #   fault      a rank on the second host exits 1: hvdrun fails within 10 s
 #              and no process of the job is left in either namespace
+# With --mpi COLLECTIVE_TESTS, the same under hvdrun --mpi (each namespace
+# also gets a hostname of its own, a UTS namespace, so that Open MPI sees
+# two nodes): the allreduce on shm+mpi, and collective_tests (every dtype
+# and op) on 2+2 and 2+1 ranks, asserting shm+mpi and the topology.
 #
-# usage: two_host_netns.sh HVDRUN FAULT_WORKER     (root; needs ip netns)
+# usage: two_host_netns.sh HVDRUN FAULT_WORKER [--mpi COLLECTIVE_TESTS]
+#        (root; needs ip netns)
 # Exit 77 (skip) when network namespaces cannot be created here.
 set -u
 
 HVDRUN=$(readlink -f "${1:?usage: two_host_netns.sh HVDRUN FAULT_WORKER}")
 WORKER=$(readlink -f "${2:?usage: two_host_netns.sh HVDRUN FAULT_WORKER}")
+COLLECTIVE_TESTS=""
+if [ "${3:-}" = --mpi ]; then
+  COLLECTIVE_TESTS=$(readlink -f "${4:?usage: two_host_netns.sh HVDRUN FAULT_WORKER --mpi COLLECTIVE_TESTS}")
+fi
 NS_A="hvdt-$$-a"
 NS_B="hvdt-$$-b"
 ADDR_A=10.203.0.1
@@ -59,6 +69,19 @@ esac
 exec ip netns exec "\$ns" sh -c "\$2"
 EOF
 chmod +x "$WORK/rsh"
+# mpirun's agent: AGENT HOST COMMAND...; the namespace's own hostname too.
+cat >"$WORK/mpirsh" <<EOF
+#!/bin/sh
+host=\$1
+shift
+case "\$host" in
+  $ADDR_A) ns=$NS_A ;;
+  $ADDR_B) ns=$NS_B ;;
+  *) echo "mpirsh: unknown host \$host" >&2; exit 255 ;;
+esac
+exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$ns; \$*"
+EOF
+chmod +x "$WORK/mpirsh"
 NETNS_B=$(ip netns exec "$NS_B" readlink /proc/self/ns/net)
 NETNS_A=$(ip netns exec "$NS_A" readlink /proc/self/ns/net)
 
@@ -86,10 +109,12 @@ report() {  # name why log
 
 # 1. allreduce across both namespaces
 log="$WORK/allreduce.log"
-hvdrun_in_a "$log" "$WORKER" --iters 20 --tag "$TAG"
+HOROVODCPP_LOG_LEVEL=info hvdrun_in_a "$log" "$WORKER" --iters 20 --tag "$TAG"
 rc=$?
 why=""
 [ "$rc" -ne 0 ] && why+="hvdrun exited $rc; "
+# Two ranks per namespace: shared memory inside each, Gloo between them.
+grep -q "shm+gloo: 2 hosts" "$log" || why+="the host-staged backend (shm+gloo) was not used; "
 for r in 0 1 2 3; do
   if [ "$r" -lt 2 ]; then host=$ADDR_A netns=$NETNS_A; else host=$ADDR_B netns=$NETNS_B; fi
   if ! grep -qF "[$r]<stdout>: fault_worker rank $r of 4 host $host result 10 ok netns $netns" \
@@ -113,6 +138,44 @@ grep -qE "rank 3 \(.*exited with code 1" "$log" || why+="output does not name ra
 left=$(pgrep -f -- "$TAG" | tr '\n' ' ')
 [ -n "$left" ] && why+="processes left: $left; "
 report "remote rank exits 1: hvdrun fails in $(printf '%.1f' "$took")s, nothing left" "$why" "$log"
+
+mpirun_in_a() {  # log np slots-on-b args...
+  local log=$1 np=$2 slots_b=$3
+  shift 3
+  timeout -s KILL 300 ip netns exec "$NS_A" unshare --uts sh -c \
+    "hostname $NS_A; exec \"\$0\" \"\$@\"" "$HVDRUN" -np "$np" --mpi \
+    -H "$ADDR_A:2,$ADDR_B:$slots_b" --remote-shell "$WORK/mpirsh {host}" "$@" >"$log" 2>&1
+}
+
+if [ -n "$COLLECTIVE_TESTS" ]; then
+  # 3. the allreduce under MPI
+  log="$WORK/mpi-allreduce.log"
+  HOROVODCPP_LOG_LEVEL=info mpirun_in_a "$log" 4 2 "$WORKER" --iters 20 --tag "$TAG"
+  rc=$?
+  why=""
+  [ "$rc" -ne 0 ] && why+="hvdrun exited $rc; "
+  grep -q "shm+mpi: 2 hosts" "$log" || why+="the host-staged backend (shm+mpi) was not used; "
+  for r in 0 1 2 3; do
+    if [ "$r" -lt 2 ]; then netns=$NETNS_A; else netns=$NETNS_B; fi
+    grep -F "fault_worker rank $r of 4 host " "$log" | grep -qF " result 10 ok netns $netns" ||
+      why+="no correct result line from rank $r in its namespace; "
+  done
+  report "MPI: allreduce -np 4 over two namespaces on shm+mpi" "$why" "$log"
+
+  # 4, 5. every collective of every dtype and op, even and uneven hosts
+  for layout in "4 2 2 2 2 2|2 2 2 2" "3 1 2 2 1|2 1 2"; do
+    IFS='|' read -r places cross <<<"$layout"
+    read -r np slots_b locals <<<"$places"
+    log="$WORK/mpi-collective-$np.log"
+    HOROVODCPP_TEST_EXPECT_BACKEND=shm+mpi HOROVODCPP_TEST_EXPECT_LOCAL_SIZES="$locals" \
+      HOROVODCPP_TEST_EXPECT_CROSS_SIZES="$cross" mpirun_in_a "$log" "$np" "$slots_b" \
+      "$COLLECTIVE_TESTS"
+    rc=$?
+    why=""
+    [ "$rc" -ne 0 ] && why+="collective_tests exited $rc; "
+    report "MPI: collective_tests on hosts of 2 and $slots_b ranks (shm+mpi)" "$why" "$log"
+  done
+fi
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

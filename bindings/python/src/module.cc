@@ -64,6 +64,9 @@ void bind_basics(py::module_& m) {
         "What HOROVODCPP_GPU_OPERATIONS may name: \"nccl\" if built, then the CPU\n"
         "transports CUDA tensors are staged through; empty without CUDA.");
   m.def("transport", &hvd::transport, "The transport this job runs on (\"mpi\", \"gloo\").");
+  m.def("backend_name", &hvd::backend_name,
+        "What the global set's collectives run on (\"mpi\", \"gloo\", \"shm\", \"shm+mpi\",\n"
+        "\"shm+gloo\").");
   m.attr("__version__") = hvd::version();
 }
 

@@ -6,6 +6,7 @@
 #include "backend/gloo/gloo_backend.h"
 #include "backend/gloo/gloo_controller.h"
 #include "core/check.h"
+#include "core/env.h"
 #include "core/subset_topology.h"
 #include "core/transport.h"
 
@@ -47,14 +48,24 @@ std::vector<std::string> GlooProcessSetChannel::allgather(const std::string& mes
 
 Transport GlooProcessSetChannel::create_transport(int id, const std::vector<int>& ranks) {
   const Topology& topology = world_->topology();
-  if (hosts_.empty()) {
-    // Every rank creates every set, so this exchange is collective too.
-    hosts_ = allgather(machine_hostname(), world_->timeout());
-  }
+  // Every rank creates every set, so the first call's exchange is collective too.
+  const std::vector<std::string>& hosts = host_keys();
   if (!std::binary_search(ranks.begin(), ranks.end(), topology.rank)) return Transport{};
-  const Topology place = subset_topology(hosts_, ranks, topology.rank);
+  const Topology place = subset_topology(hosts, ranks, topology.rank);
   return transport_over<GlooController, GlooBackend>(
       world_->create_subset("process_set." + std::to_string(id), place));
+}
+
+const std::vector<std::string>& GlooProcessSetChannel::host_keys() {
+  if (hosts_.empty()) {
+    // hvdrun's name for the host (HOROVODCPP_HOSTNAME), from which it derived
+    // the topology: two "hosts" with one machine name (127.0.0.1 and
+    // 127.0.0.2, or network namespaces) stay apart.
+    const auto listed = env_setting("HOSTNAME");
+    hosts_ =
+        allgather(listed && !listed->empty() ? *listed : machine_hostname(), world_->timeout());
+  }
+  return hosts_;
 }
 
 }  // namespace hvd

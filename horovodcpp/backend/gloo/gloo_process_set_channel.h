@@ -21,12 +21,14 @@ class GlooProcessSetChannel : public ProcessSetChannel {
   std::vector<std::string> allgather(const std::string& message,
                                      std::chrono::milliseconds timeout) override;
   Transport create_transport(int id, const std::vector<int>& ranks) override;
+  // HOROVODCPP_HOSTNAME (hvdrun sets it per host), else the machine's hostname.
+  const std::vector<std::string>& host_keys() override;
 
  private:
   std::shared_ptr<GlooContext> world_;
   long long exchanges_ = 0;         // the n-th exchange of every rank uses the keys of n
   bool abandoned_ = false;          // an exchange timed out: the ranks' counts may differ
-  std::vector<std::string> hosts_;  // each rank's host, learned at the first set
+  std::vector<std::string> hosts_;  // each rank's host key (host_keys())
 };
 
 }  // namespace hvd

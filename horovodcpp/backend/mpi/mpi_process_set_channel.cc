@@ -108,4 +108,29 @@ Transport MpiProcessSetChannel::create_transport(int /*id*/, const std::vector<i
   return transport_over<MpiController, MpiBackend>(context);
 }
 
+const std::vector<std::string>& MpiProcessSetChannel::host_keys() {
+  if (!hosts_.empty()) return hosts_;
+  // The split MpiContext takes local_rank from, keyed by global rank: its
+  // first member is the lowest global rank on the host, which names it.
+  const int me = world_->topology().rank;
+  MPI_Comm local = MPI_COMM_NULL;
+  HVD_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &local));
+  int first = me;
+  const int status = MPI_Bcast(&first, 1, MPI_INT, 0, local);
+  MPI_Comm_free(&local);
+  HVD_MPI_CHECK(status);
+  std::vector<int> firsts(static_cast<std::size_t>(world_->topology().size));
+  HVD_MPI_CHECK(MPI_Allgather(&first, 1, MPI_INT, firsts.data(), 1, MPI_INT, comm_));
+  for (int f : firsts) hosts_.push_back("host-of-rank-" + std::to_string(f));
+  return hosts_;
+}
+
+std::string MpiProcessSetChannel::cannot_create_transports() const {
+  int provided = MPI_THREAD_SINGLE;
+  if (MPI_Query_thread(&provided) != MPI_SUCCESS || provided != MPI_THREAD_MULTIPLE) {
+    return "MPI does not provide MPI_THREAD_MULTIPLE";
+  }
+  return "";
+}
+
 }  // namespace hvd

@@ -25,11 +25,16 @@ class MpiProcessSetChannel : public ProcessSetChannel {
   std::vector<std::string> allgather(const std::string& message,
                                      std::chrono::milliseconds timeout) override;
   Transport create_transport(int id, const std::vector<int>& ranks) override;
+  // "host-of-rank-R": R is the lowest global rank of this rank's
+  // MPI_COMM_TYPE_SHARED split (the one MpiContext's local_rank comes from).
+  const std::vector<std::string>& host_keys() override;
+  std::string cannot_create_transports() const override;
 
  private:
   std::shared_ptr<MpiContext> world_;
   MPI_Comm comm_ = MPI_COMM_NULL;
-  bool abandoned_ = false;  // a timed-out exchange is still pending on comm_
+  bool abandoned_ = false;          // a timed-out exchange is still pending on comm_
+  std::vector<std::string> hosts_;  // host_keys(), once learned
 };
 
 }  // namespace hvd

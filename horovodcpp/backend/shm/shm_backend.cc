@@ -300,6 +300,10 @@ void ShmBackend::allgatherv(const void* input, void* output, const std::vector<s
       drain);
 }
 
+void ShmBackend::abandon(const std::string& reason) {
+  if (active()) pipeline_->give_up(reason.c_str());
+}
+
 void ShmBackend::alltoallv(const void* input, const std::vector<std::size_t>& send_counts,
                            void* output, const std::vector<std::size_t>& recv_counts,
                            DataType dtype) {

@@ -64,6 +64,10 @@ class ShmBackend : public Backend {
   void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
                      DataType dtype, ReduceOp op) override;
 
+  // This rank cannot go on (a stage outside the segment failed): the peers'
+  // next or current wait on it fails at once with `reason`.
+  void abandon(const std::string& reason);
+
   // Whether the segment is in use (false: everything goes to the inner backend).
   bool active() const { return pipeline_ != nullptr; }
   Backend& inner() { return *inner_; }

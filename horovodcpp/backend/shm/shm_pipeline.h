@@ -38,6 +38,9 @@ class ChunkPipeline {
   template <typename Fill, typename Reduce, typename Drain>
   void run(const char* what, std::uint64_t chunks, bool reduces, Fill&& fill, Reduce&& reduce,
            Drain&& drain);
+  // Marks the pipeline broken and tells the peers why (header.failed_*), so
+  // they fail at once instead of waiting for this rank until the timeout.
+  void give_up(const char* reason);
 
  private:
   int stage_of(std::uint64_t chunk) const { return static_cast<int>(chunk % stages_); }
@@ -49,9 +52,6 @@ class ChunkPipeline {
   // and `chunks` place the chunk in this call, for the message.
   void check_peers(const char* what, Counter counter, std::uint64_t needed, std::uint64_t base,
                    std::uint64_t chunks, const Backoff& backoff) const;
-  // Marks the pipeline broken and tells the peers why (header.failed_*).
-  void give_up(const char* reason);
-
   const ShmSegment& segment_;
   const int rank_;
   const int ranks_;

@@ -56,6 +56,10 @@ std::vector<std::string> built_gpu_operations();
 // The transport this job runs on: HOROVODCPP_CPU_OPERATIONS (or
 // HOROVODCPP_CONTROLLER) as read at init(), else built_transports()[0].
 std::string transport();
+// What the global process set's collectives run on: the transport's own
+// backend ("mpi", "gloo"), "shm" (one host: shared memory), or "shm+mpi" /
+// "shm+gloo" (several hosts: allreduce through shared memory inside each).
+std::string backend_name();
 
 // Every collective runs on `process_set` (default: the global set, every
 // rank); only its members may submit to it (InvalidArgument at once

@@ -1,0 +1,183 @@
+#include "backend/shm/hierarchical_backend.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include "core/check.h"
+#include "core/env.h"
+#include "core/logging.h"
+
+namespace hvd {
+
+bool HostLayout::even() const {
+  for (const std::vector<int>& ranks : hosts) {
+    if (ranks.size() != hosts.front().size()) return false;
+  }
+  return true;
+}
+
+std::vector<int> HostLayout::cross(int l) const {
+  std::vector<int> ranks;
+  for (const std::vector<int>& host_ranks : hosts) {
+    if (static_cast<int>(host_ranks.size()) > l) ranks.push_back(host_ranks[l]);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+HostLayout host_layout(const std::vector<std::string>& keys, int rank) {
+  HostLayout layout;
+  std::map<std::string, int> index;  // key -> host
+  for (int r = 0; r < static_cast<int>(keys.size()); ++r) {
+    const auto [it, added] = index.emplace(keys[r], static_cast<int>(layout.hosts.size()));
+    if (added) layout.hosts.emplace_back();
+    std::vector<int>& host = layout.hosts[it->second];
+    if (r == rank) {
+      layout.host = it->second;
+      layout.local = static_cast<int>(host.size());
+    }
+    host.push_back(r);
+  }
+  return layout;
+}
+
+HostStagedBackend::HostStagedBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
+                                     const HostLayout& layout)
+    : inner_(std::move(inner)),
+      even_(layout.even()),
+      rank_(layout.hosts[layout.host][layout.local]),
+      local_(layout.local) {
+  HVD_CHECK(inner_ != nullptr, InvalidArgument, "HostStagedBackend needs an inner backend");
+  name_ = std::string("shm+") + inner_->name();
+  // Every rank creates every sub-transport in the same order (the channel's
+  // calls are collective); the segments are set up afterwards, per host.
+  Transport host;
+  for (std::size_t h = 0; h < layout.hosts.size(); ++h) {
+    if (layout.hosts[h].size() < 2) continue;
+    Transport made = channel.create_transport(kHostSetId - static_cast<int>(h), layout.hosts[h]);
+    if (static_cast<int>(h) == layout.host) host = std::move(made);
+  }
+  // Even hosts: one cross transport per local index; uneven: the first ranks only.
+  const int crosses = even_ ? static_cast<int>(layout.hosts.front().size()) : 1;
+  for (int l = 0; l < crosses; ++l) {
+    Transport made = channel.create_transport(kCrossSetId - l, layout.cross(l));
+    if (l == local_) cross_ = std::move(made);
+  }
+  if (host.controller) {
+    host_controller_ = std::move(host.controller);
+    host_ = std::make_unique<ShmBackend>(std::move(host.backend), *host_controller_);
+    shares_.resize(layout.hosts[layout.host].size());
+  }
+}
+
+BackendCapabilities HostStagedBackend::capabilities() const {
+  BackendCapabilities capabilities;
+  capabilities.half_reduction_in_float32 = false;
+  return capabilities;
+}
+
+void HostStagedBackend::allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
+  HVD_CHECK(op == ReduceOp::kSum || op == ReduceOp::kMin || op == ReduceOp::kMax ||
+                op == ReduceOp::kProduct,
+            InvalidArgument,
+            "the host-staged backend reduces with Sum, Min, Max or Product, not op "
+                << static_cast<int>(op));
+  HVD_CHECK(!broken_, RankFailure,
+            "host-staged allreduce: an earlier one failed; the ranks are no longer in step");
+  if (count == 0) return;
+  try {
+    run_stages(buffer, count, dtype, op);
+  } catch (const std::exception& e) {
+    // Nobody must wait for this rank: its host peers learn it through the
+    // segment (which numbers ranks within the host, so name the job's rank),
+    // its cross-host peers from the connections closed with its transport.
+    broken_ = true;
+    if (host_) {
+      host_->abandon("(rank " + std::to_string(rank_) +
+                     " of the job) its host-staged allreduce failed: " + e.what());
+    }
+    cross_ = Transport{};
+    throw;
+  }
+}
+
+void HostStagedBackend::run_stages(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
+  if (!even_) {
+    if (host_) host_->allreduce(buffer, count, dtype, op);
+    if (cross_.backend) cross_.backend->allreduce(buffer, count, dtype, op);
+    if (host_) host_->broadcast(buffer, count, dtype, 0);
+    return;
+  }
+  const std::size_t ranks = shares_.size();
+  for (std::size_t l = 0; l < ranks; ++l) {
+    shares_[l] = count * (l + 1) / ranks - count * l / ranks;
+  }
+  const std::size_t mine = shares_[static_cast<std::size_t>(local_)];
+  const std::size_t bytes = std::max<std::size_t>(mine * dtype_size(dtype), 1);
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  host_->reducescatter(buffer, scratch_.data(), shares_, dtype, op);
+  if (mine > 0) cross_.backend->allreduce(scratch_.data(), mine, dtype, op);
+  host_->allgatherv(scratch_.data(), buffer, shares_, dtype);
+}
+
+void HostStagedBackend::allgatherv(const void* input, void* output,
+                                   const std::vector<std::size_t>& counts, DataType dtype) {
+  inner_->allgatherv(input, output, counts, dtype);
+}
+
+void HostStagedBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int root) {
+  inner_->broadcast(buffer, count, dtype, root);
+}
+
+void HostStagedBackend::alltoallv(const void* input, const std::vector<std::size_t>& send_counts,
+                                  void* output, const std::vector<std::size_t>& recv_counts,
+                                  DataType dtype) {
+  inner_->alltoallv(input, send_counts, output, recv_counts, dtype);
+}
+
+void HostStagedBackend::reducescatter(void* buffer, void* output,
+                                      const std::vector<std::size_t>& counts, DataType dtype,
+                                      ReduceOp op) {
+  inner_->reducescatter(buffer, output, counts, dtype, op);
+}
+
+std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend, Controller& controller,
+                                           ProcessSetChannel& channel) {
+  const Topology& topology = controller.topology();
+  // One rank, or one host (maybe_use_shm's case), or one rank per host.
+  if (topology.size < 2 || topology.local_size == topology.size) return backend;
+  // Rank 0's setting decides for all, as in maybe_use_shm.
+  const bool wanted = env_int("SHM", 1) != 0;
+  if (controller.broadcast_from_root(wanted ? "1" : "0") == "0") return backend;
+
+  const HostLayout layout = host_layout(channel.host_keys(), topology.rank);
+  const std::size_t on_my_host = layout.hosts[layout.host].size();
+  std::size_t largest = 0;
+  for (const std::vector<int>& ranks : layout.hosts) largest = std::max(largest, ranks.size());
+  // Every rank must agree to stage, or none does: the hosts' keys may not
+  // match the topology (ranks started by hand), or MPI lacks thread support.
+  std::string problem = channel.cannot_create_transports();
+  if (on_my_host != static_cast<std::size_t>(topology.local_size)) {
+    problem = "the host key says " + std::to_string(on_my_host) +
+              " ranks share this host, the topology says " + std::to_string(topology.local_size);
+  }
+  std::vector<std::uint64_t> able{problem.empty() ? 1u : 0u};
+  controller.bitwise_and(able);
+  if (!problem.empty()) {
+    HVD_LOG(Warning) << "shared memory is not used inside hosts: " << problem << "; using "
+                     << backend->name();
+  }
+  if (able[0] == 0 || layout.hosts.size() < 2 || largest < 2) return backend;
+
+  auto staged = std::make_unique<HostStagedBackend>(std::move(backend), channel, layout);
+  if (topology.rank == 0) {
+    HVD_LOG(Info) << staged->name() << ": " << layout.hosts.size() << " hosts ("
+                  << (layout.even() ? "even" : "uneven")
+                  << "); allreduce through shared memory inside each host";
+  }
+  return staged;
+}
+
+}  // namespace hvd

@@ -1,0 +1,97 @@
+// HostStagedBackend: shared memory as the local stage of a job that spans
+// hosts. Allreduce runs in three stages: inside each host through shared
+// memory (a ShmBackend over the host's ranks), between hosts over the
+// transport (MPI or Gloo), and inside the host again. It decorates the
+// transport's flat backend (the inner one), which still runs allgatherv,
+// broadcast, alltoallv and reducescatter.
+//
+// Its sub-transports come from the job's ProcessSetChannel under negative
+// ids, which user process sets (1, 2, ...) never take:
+//   kHostSetId - h   the ranks of host h (only hosts with several ranks)
+//   kCrossSetId - l  the l-th rank of every host ("cross l")
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/shm/shm_backend.h"
+#include "core/backend.h"
+#include "core/controller.h"
+#include "core/process_set_channel.h"
+#include "core/transport.h"
+
+namespace hvd {
+
+constexpr int kHostSetId = -1;
+constexpr int kCrossSetId = -100001;
+
+// The hosts of a job, from a key per global rank (ProcessSetChannel::host_keys).
+struct HostLayout {
+  // Each host's global ranks, ascending; hosts in the order of their lowest rank.
+  std::vector<std::vector<int>> hosts;
+  int host = 0;   // this rank's host
+  int local = 0;  // this rank's index among its host's ranks
+  // Every host has the same number of ranks.
+  bool even() const;
+  // The ranks with index `l` on their host, ascending (hosts with more than l ranks).
+  std::vector<int> cross(int l) const;
+};
+HostLayout host_layout(const std::vector<std::string>& keys, int rank);
+
+class HostStagedBackend : public Backend {
+ public:
+  // Collective over every rank of the job (same arguments everywhere):
+  // creates the sub-transports through `channel` and the host's segment.
+  HostStagedBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
+                    const HostLayout& layout);
+
+  // "shm+mpi", "shm+gloo".
+  const char* name() const override { return name_.c_str(); }
+  // Like ShmBackend: the core stages float16/bfloat16 Sum/Product through float32.
+  BackendCapabilities capabilities() const override;
+
+  // Even hosts (L ranks each): a shared-memory reducescatter leaves each
+  // local rank 1/L of the buffer, the L cross transports allreduce their
+  // shares in parallel, a shared-memory allgatherv reassembles the buffer.
+  // Uneven hosts: a shared-memory allreduce, the hosts' first ranks
+  // allreduce across hosts, a shared-memory broadcast from the first rank.
+  // A failure in any stage fails this rank's later allreduces too, and
+  // makes its peers stop waiting for it at once: its host's segment is
+  // marked failed and its cross-host connections are closed.
+  void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;
+  // Delegated to the inner (flat) backend.
+  void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
+                  DataType dtype) override;
+  void broadcast(void* buffer, std::size_t count, DataType dtype, int root) override;
+  void alltoallv(const void* input, const std::vector<std::size_t>& send_counts, void* output,
+                 const std::vector<std::size_t>& recv_counts, DataType dtype) override;
+  void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
+                     DataType dtype, ReduceOp op) override;
+
+ private:
+  // The stages of allreduce (see above).
+  void run_stages(void* buffer, std::size_t count, DataType dtype, ReduceOp op);
+
+  std::unique_ptr<Backend> inner_;
+  std::string name_;
+  bool even_ = false;
+  bool broken_ = false;                          // a stage failed
+  int rank_ = 0;                                 // in the job
+  int local_ = 0;                                // in the host
+  std::unique_ptr<Controller> host_controller_;  // null on a host of one rank
+  std::unique_ptr<ShmBackend> host_;             // null on a host of one rank
+  Transport cross_;  // empty where this rank takes no part in the cross stage
+  // Kept between calls: no allocation in steady state.
+  std::vector<std::size_t> shares_;     // elements of each local rank's share
+  std::vector<unsigned char> scratch_;  // this rank's share
+};
+
+// The transport hook for jobs on several hosts: wraps `backend` in a
+// HostStagedBackend when some host has several ranks and HOROVODCPP_SHM is
+// not 0 on rank 0. Collective over `controller` and `channel` (all ranks).
+std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend, Controller& controller,
+                                           ProcessSetChannel& channel);
+
+}  // namespace hvd

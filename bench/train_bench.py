@@ -64,6 +64,12 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
     p.add_argument("--fp16-allreduce", action="store_true",
                    help="hvd: Compression.fp16 (DDP: fp16_compress_hook)")
+    p.add_argument("--hvd-groups", default="none,bucket:25",
+                   help="hvd: how DistributedOptimizer groups gradients into allreduces: "
+                        "none (one allreduce per tensor, its default), N (groups=N), or "
+                        "bucket:MB (groups= lists of about MB MiB in reverse parameter order, "
+                        "like DDP's 25 MiB buckets). The driver takes a comma-separated list "
+                        "and runs one horovodcpp side per entry")
     # driver
     p.add_argument("--np", type=int, default=2)
     p.add_argument("--repeats", type=int, default=2, help="hvd+ddp launch pairs")
@@ -103,6 +109,22 @@ def build_model(name, image_size, num_classes):
     return getattr(models, name)(num_classes=num_classes)
 
 
+def hvd_groups(spec, model):
+    if spec == "none":
+        return None
+    if spec.startswith("bucket:"):
+        cap = float(spec.split(":", 1)[1]) * 2**20
+        groups, size = [[]], 0
+        for p in reversed([p for p in model.parameters() if p.requires_grad]):
+            if groups[-1] and size + p.numel() * p.element_size() > cap:
+                groups.append([])
+                size = 0
+            groups[-1].append(p)
+            size += p.numel() * p.element_size()
+        return groups
+    return int(spec)
+
+
 class Hvd:
     """The horovodcpp.torch side."""
 
@@ -113,8 +135,9 @@ class Hvd:
         self.rank, self.size = hvd.rank(), hvd.size()
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         compression = hvd.Compression.fp16 if a.fp16_allreduce else hvd.Compression.none
+        groups = hvd_groups(a.hvd_groups.split(",")[0], model)  # a worker: the first entry
         self.optimizer = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
-                                                  compression=compression)
+                                                  compression=compression, groups=groups)
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
         self.model = model
@@ -210,7 +233,28 @@ class Ddp:
 
     def finish(self):
         self.dist.barrier()
-        self.dist.destroy_process_group()
+        # Tearing DDP down can deadlock in torch 1.13 (the Reducer's
+        # ProcessGroupGloo joins its worker thread while holding the GIL that
+        # thread waits for): seen here once in about 20 runs. Every result is
+        # printed by now, so leave without the teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def thread_cpu_seconds():
+    """(CPU seconds of this process's main thread, of all its other threads,
+    including those that have exited): the others are the communication
+    threads (horovodcpp's coordinator, gloo's, MPI's)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu(path):  # utime + stime
+        fields = open(path).read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    total = cpu("/proc/self/stat")
+    main = cpu("/proc/self/task/%d/stat" % os.getpid())
+    return main, total - main
 
 
 def worker(a):
@@ -249,6 +293,7 @@ def worker(a):
         side.step(data, target, t)
     rates = []
     t = [0.0] * 4
+    cpu0 = thread_cpu_seconds()
     for r in range(a.rounds):
         side.barrier()
         start = time.perf_counter()
@@ -259,15 +304,19 @@ def worker(a):
         rates.append(rate)
         log("round %d: %.1f img/sec total (%.1f ms per step)"
             % (r, rate, 1e3 * seconds / a.batches_per_round))
+    cpu1 = thread_cpu_seconds()
     steps = a.rounds * a.batches_per_round
     ms = [1e3 * x / steps for x in t]
+    cpu_ms = [1e3 * (y - x) / steps for x, y in zip(cpu0, cpu1)]
     log("# rank 0 ms per step: forward %.1f, backward %.1f, wait for gradients %.1f, update "
         "%.1f (ddp: its gradient allreduce is inside backward)" % tuple(ms))
+    log("# rank 0 CPU ms per step: main thread %.1f, other threads (communication) %.1f"
+        % tuple(cpu_ms))
     mean = sum(rates) / len(rates)
     log("%s framework=%s np=%d img_per_sec=%s mean=%.1f loss=%.6f fwd_ms=%.2f bwd_ms=%.2f "
-        "wait_ms=%.2f update_ms=%.2f"
+        "wait_ms=%.2f update_ms=%.2f main_cpu_ms=%.2f comm_cpu_ms=%.2f"
         % (RESULT, a.framework, size, ",".join("%.1f" % x for x in rates), mean, float(loss),
-           *ms))
+           *ms, *cpu_ms))
     side.finish()
     return 0
 
@@ -282,6 +331,17 @@ def worker_args(a):
             "--batches-per-round", str(a.batches_per_round), "--rounds", str(a.rounds),
             "--threads", str(a.threads)]
     return args + (["--fp16-allreduce"] if a.fp16_allreduce else [])
+
+
+def side_name(side):
+    if side == "ddp":
+        return "DDP (gloo)"
+    spec = side.split(":", 1)[1]
+    if spec == "none":
+        return "horovodcpp"
+    if spec.startswith("bucket:"):
+        return "horovodcpp, %s MiB groups" % spec.split(":", 1)[1]
+    return "horovodcpp, groups=%s" % spec
 
 
 def launch(cmds, env, log, timeout):
@@ -331,13 +391,15 @@ def driver(a):
 
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = open("/proc/loadavg").read().split()[:3]
-    runs = []  # (framework, launch index, result dict or None, log, command, load)
+    sides = ["hvd:" + spec for spec in a.hvd_groups.split(",")] + ["ddp"]
+    runs = []  # (side, launch index, result dict or None, log, command, load)
     for rep in range(a.repeats):
-        for fw in ("hvd", "ddp"):
-            log = os.path.join(logs, "%s.np%d.%d" % (fw, a.np, rep))
-            if fw == "hvd":
+        for side in sides:
+            log = os.path.join(logs, "%s.np%d.%d" % (side.replace(":", "_"), a.np, rep))
+            if side.startswith("hvd:"):
                 cmd = [hvdrun, "-np", str(a.np)] + shlex.split(a.hvdrun_args) + [
-                    python, script, "--framework", "hvd"] + common
+                    python, script, "--framework", "hvd", "--hvd-groups",
+                    side.split(":", 1)[1]] + common
                 cmds = [(cmd, {})]
                 shown = " ".join(shlex.quote(x) for x in cmd)
             else:
@@ -348,19 +410,20 @@ def driver(a):
                 shown = "%d x RANK=r WORLD_SIZE=%d %s" % (
                     a.np, a.np, " ".join(shlex.quote(x) for x in cmd))
             load = open("/proc/loadavg").read().split()[0]
-            say("%s launch %d (load %s): %s" % (fw, rep, load, shown))
+            say("%s launch %d (load %s): %s" % (side_name(side), rep, load, shown))
             rc = launch(cmds, env, log, a.timeout)
             result = parse_result(log) if rc == 0 else None
             if result is None:
-                say("%s launch %d FAILED (see %s*)" % (fw, rep, log))
-            runs.append((fw, rep, result, log, shown, load))
+                say("%s launch %d FAILED (see %s*)" % (side_name(side), rep, log))
+            runs.append((side, rep, result, log, shown, load))
     load_after = open("/proc/loadavg").read().split()[:3]
 
-    def rates(fw):
-        return [float(x) for f, _, r, _, _, _ in runs if f == fw and r
+    def rates(side):
+        return [float(x) for f, _, r, _, _, _ in runs if f == side and r
                 for x in r["img_per_sec"].split(",")]
 
-    mean = {fw: (sum(rates(fw)) / len(rates(fw)) if rates(fw) else None) for fw in ("hvd", "ddp")}
+    mean = {side: (sum(rates(side)) / len(rates(side)) if rates(side) else None)
+            for side in sides}
     lines = [
         "synthetic training: horovodcpp.torch DistributedOptimizer vs torch DDP (gloo), "
         "np %d, model %s, batch %d per rank, 3x%dx%d, SGD momentum 0.9, %d thread(s) per rank"
@@ -369,26 +432,26 @@ def driver(a):
         % (started, socket.gethostname(), os.cpu_count(), " ".join(load_before),
            " ".join(load_after)),
         "per launch: warmup %d steps, then %d timed rounds of %d steps; img/sec = np * batch * "
-        "steps / (max over ranks of the round's time); launches alternate hvd, ddp"
-        % (a.warmup, a.rounds, a.batches_per_round),
+        "steps / (max over ranks of the round's time); launches alternate %s"
+        % (a.warmup, a.rounds, a.batches_per_round, ", ".join(side_name(x) for x in sides)),
         "",
-        "| launch | framework | load (1 min) | img/sec per round | mean | rank 0 ms/step: "
-        "fwd / bwd / wait / update | final loss |",
-        "|---|---|---:|---|---:|---|---:|",
+        "| launch | side | load (1 min) | img/sec per round | mean | rank 0 ms/step: "
+        "fwd / bwd / wait / update | rank 0 CPU ms/step: main / other threads | final loss |",
+        "|---|---|---:|---|---:|---|---|---:|",
     ]
-    for fw, rep, r, _, _, load in runs:
-        name = "horovodcpp" if fw == "hvd" else "DDP (gloo)"
+    for side, rep, r, _, _, load in runs:
         if r is None:
-            lines.append("| %d | %s | %s | FAILED | - | - | - |" % (rep, name, load))
+            lines.append("| %d | %s | %s | FAILED | - | - | - | - |" % (rep, side_name(side), load))
             continue
-        lines.append("| %d | %s | %s | %s | %s | %s / %s / %s / %s | %s |" % (
-            rep, name, load, ", ".join(r["img_per_sec"].split(",")), r["mean"], r["fwd_ms"],
-            r["bwd_ms"], r["wait_ms"], r["update_ms"], r["loss"]))
-    summary = "mean img/sec over all timed rounds: horovodcpp %s, DDP (gloo) %s" % (
-        "%.1f" % mean["hvd"] if mean["hvd"] else "n/a",
-        "%.1f" % mean["ddp"] if mean["ddp"] else "n/a")
-    if mean["hvd"] and mean["ddp"]:
-        summary += "; horovodcpp / DDP = %.2f" % (mean["hvd"] / mean["ddp"])
+        lines.append("| %d | %s | %s | %s | %s | %s / %s / %s / %s | %s / %s | %s |" % (
+            rep, side_name(side), load, ", ".join(r["img_per_sec"].split(",")), r["mean"],
+            r["fwd_ms"], r["bwd_ms"], r["wait_ms"], r["update_ms"], r["main_cpu_ms"],
+            r["comm_cpu_ms"], r["loss"]))
+    lines.append("")
+    lines.append("mean img/sec over all timed rounds: " + ", ".join(
+        "%s %s" % (side_name(x), "%.1f" % mean[x] if mean[x] else "n/a") for x in sides))
+    summary = "; ".join("%s / DDP = %.2f" % (side_name(x), mean[x] / mean["ddp"])
+                        for x in sides if x != "ddp" and mean[x] and mean["ddp"])
     lines += ["", summary, "", "commands:"]
     lines += sorted({"  " + shown for _, _, _, _, shown, _ in runs})
     report = "\n".join(lines)

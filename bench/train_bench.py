@@ -35,6 +35,7 @@ np * batch * batches / time. See bench/README.md, "train_bench".
 
 import argparse
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -276,8 +277,9 @@ def worker(a):
     ntensors = sum(1 for p in model.parameters() if p.requires_grad)
 
     def log(text):
-        if rank == 0:
-            print(text, flush=True)
+        if rank == 0:  # one write per line: mpirun --tag-output tags every write
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
 
     log("# train_bench %s (torch %s): %s" % (a.framework, torch.__version__, side.describe()))
     log("# command: %s" % " ".join(shlex.quote(x) for x in [sys.executable] + sys.argv))
@@ -370,7 +372,9 @@ def parse_result(path):
     except OSError:
         return None
     for line in lines:
-        line = line.split(">:", 1)[-1].strip() if line.startswith("[") else line
+        # Launcher prefixes ("[1,0]<stdout>:", "[0]<stdout>: "), wherever a
+        # write began.
+        line = re.sub(r"\[[0-9,]+\]<std(?:out|err)>: ?", "", line).strip()
         if line.startswith(RESULT):
             return dict(kv.split("=", 1) for kv in line[len(RESULT):].split())
     return None

@@ -17,12 +17,13 @@ Driver (default; what bench/run_peers.sh calls):
     bench/train_bench.py --hvdrun build/runner/hvdrun --pythonpath build/python \\
         [--np 2] [--model resnet18] [--batch-size 16] [--repeats 2] [--out FILE]
 
-runs hvd, ddp, hvd, ddp, ... (--repeats pairs, alternated so that a change
-of machine load hits both), keeps every worker's output, and prints one
-table: img/sec per timed round and launch, the mean over all rounds, and
-horovodcpp / DDP. Worker (one rank; the driver starts these):
+runs one horovodcpp side per --hvd-groups entry (default: per-tensor
+allreduces, and 25 MiB groups) and DDP, alternated --repeats times so that a
+change of machine load hits all, keeps every worker's output, and prints
+one table: img/sec per timed round and launch, the mean over all rounds,
+and each horovodcpp side / DDP. Worker (one rank; the driver starts these):
 
-    hvdrun -np 2 /usr/bin/python3 bench/train_bench.py --framework hvd
+    hvdrun -np 2 /usr/bin/python3 bench/train_bench.py --framework hvd --hvd-groups none
     RANK=r WORLD_SIZE=2 /usr/bin/python3 bench/train_bench.py --framework ddp --init file:///tmp/x
 
 Each rank uses one intra-op thread (torch.set_num_threads(1)): the ranks
@@ -30,7 +31,7 @@ share the host's cores, and on a 2-core host two ranks with one thread each
 fill it. A timed round is --batches-per-round training steps (zero_grad,
 forward, cross entropy, backward, optimizer step) after a barrier; its time
 is the largest over ranks, and its img/sec the total over ranks:
-np * batch * batches / time. See bench/README.md, "train_bench".
+np * batch * batches / time. See bench/README.md, "train_bench.py".
 """
 
 import argparse

@@ -4,6 +4,7 @@
 #
 #   bench/run_peers.sh [--out FILE] [--build DIR] [--np "2 4"]
 #                      [--sizes 4,64K,1M,16M,64M] [--warmup 5] [--iters 20]
+#                      [--train on|off] [--train-np 2] [--train-args "..."]
 #
 # For each rank count it runs, one after the other (never two at once):
 #   1. horovodcpp, shm backend:   hvdrun -np N --mpi  allreduce_bench --mpi-baseline off
@@ -25,10 +26,18 @@
 # means horovodcpp was faster. Every figure is measured by this run. The raw
 # outputs are kept in a temp dir, named at the end.
 #
+# Then (--train on, the default) the synthetic training benchmark,
+# bench/train_bench.py: the same model, batch and optimizer trained with
+# horovodcpp.torch's DistributedOptimizer under `hvdrun -np 2` and with torch
+# DistributedDataParallel on gloo (2 processes), alternated; it prints a
+# second table, img/sec per timed round and horovodcpp / DDP
+# (--train-np, --train-args "extra train_bench.py options").
+#
 # It builds only `cmake --build BUILD --target allreduce_bench backend_bench
-# gloo_allreduce_bench hvdrun` (configure BUILD first), and installs Debian's
-# python3-torch when /usr/bin/python3 cannot import torch (as root; else the
-# torch column is "n/a").
+# gloo_allreduce_bench hvdrun` (and _core, the Python module, for --train on;
+# configure BUILD first), and installs Debian's python3-torch when
+# /usr/bin/python3 cannot import torch (as root; else the torch column and
+# the training table are "n/a").
 set -u -o pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,9 +49,12 @@ sizes="4,64K,1M,16M,64M"
 warmup=5
 iters=20
 run_timeout=300  # seconds, per benchmark run
+train=on
+train_np=2
+train_args=""
 
 usage() {
-  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'
   exit "${1:-2}"
 }
 while [ $# -gt 0 ]; do
@@ -53,6 +65,9 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
+    --train) train=$2; shift 2 ;;
+    --train-np) train_np=$2; shift 2 ;;
+    --train-args) train_args=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "run_peers.sh: unknown option $1" >&2; usage ;;
   esac
@@ -63,8 +78,11 @@ say() { echo "run_peers: $*" >&2; }
   say "$build is not configured: cmake -S $root -B $build -DCMAKE_BUILD_TYPE=Release"
   exit 2
 }
+case "$train" in on|off) ;; *) say "--train on|off, not $train"; usage ;; esac
+targets=(allreduce_bench backend_bench gloo_allreduce_bench hvdrun)
+[ "$train" = on ] && targets+=(_core)
 say "building in $build"
-cmake --build "$build" -j2 --target allreduce_bench backend_bench gloo_allreduce_bench hvdrun >&2 || {
+cmake --build "$build" -j2 --target "${targets[@]}" >&2 || {
   say "build failed"
   exit 1
 }
@@ -146,6 +164,29 @@ for n in $nps; do
     echo "no torch" >"$logs/torch.np$n"
   fi
 done
+
+# The training benchmark (bench/train_bench.py), with the horovodcpp package
+# of this build (BUILD/python, as the Python tests use it).
+train_report="training benchmark: off (--train off)"
+if [ "$train" = on ]; then
+  if [ "$have_torch" = 1 ]; then
+    train_cmd=("$python" "$here/train_bench.py" --hvdrun "$hvdrun" --pythonpath "$build/python"
+      --np "$train_np" --logs "$logs/train" --out "$logs/train.md")
+    # shellcheck disable=SC2206  # word splitting of --train-args is wanted
+    train_cmd+=($train_args)
+    say "training: ${train_cmd[*]} ($(cut -d' ' -f1-3 /proc/loadavg) load)"
+    echo "${train_cmd[*]}" >"$logs/train.cmd"
+    "${train_cmd[@]}" >"$logs/train.out" 2>"$logs/train.err" || {
+      say "training benchmark FAILED (see $logs/train*)"
+      echo FAILED >>"$logs/train.np$train_np"
+    }
+    train_report=$(cat "$logs/train.md" 2>/dev/null || echo "training benchmark FAILED")
+    train_report="$train_report
+command: ${train_cmd[*]}"
+  else
+    train_report="training benchmark: n/a (no torch for $python)"
+  fi
+fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # "bytes time_us busbw" for every data row of one output. Launcher prefixes
@@ -217,6 +258,8 @@ report=$(
   echo "columns: busbw in GB/s (nccl-tests: size/time * 2(n-1)/n); 4 B row: time in us. Ratios: horovodcpp busbw / peer busbw (4 B: peer time / horovodcpp time); above 1 = horovodcpp faster"
   echo
   echo "$table"
+  echo
+  echo "$train_report"
 )
 echo "$report"
 [ -n "$out" ] && echo "$report" >"$out" && say "table written to $out"

@@ -1,7 +1,6 @@
 """The job: init/shutdown, topology, build and transport queries, the
 timeline, reduction ops and errors. Framework front ends re-export these."""
 import atexit
-import os
 
 from horovodcpp import _core
 from horovodcpp._core import (  # noqa: F401  (re-exported)
@@ -24,33 +23,6 @@ cross_size = _core.cross_size
 cross_rank = _core.cross_rank
 
 _state = {"atexit": False}
-
-# Where mpirun tells a rank how many ranks share its host (Open MPI, MPICH /
-# Hydra, Slurm), read before init() to choose MPI's waiting mode.
-_LOCAL_SIZE_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE")
-
-
-def _yield_when_cores_are_short():
-    """In a Python training process the main thread computes (forward,
-    backward) while the coordinator thread waits in MPI for the other ranks
-    at every negotiation cycle. Open MPI busy-polls there unless
-    mpi_yield_when_idle is set, which it sets by itself only when it knows
-    the host is oversubscribed (more ranks than slots). With fewer than two
-    cores per rank the polling coordinators then take the cores the training
-    threads need (on 2 cores with 2 ranks, training ran at about half the
-    speed of torch DDP: bench/README.md, "train_bench"). So, unless the user
-    chose (OMPI_MCA_mpi_yield_when_idle set), ask Open MPI to yield the core
-    while it waits. Has an effect only before MPI is initialized."""
-    if "OMPI_MCA_mpi_yield_when_idle" in os.environ:
-        return
-    local_size = next((os.environ[v] for v in _LOCAL_SIZE_VARIABLES if v in os.environ), None)
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    if local_size is not None and local_size.isdigit() and 2 * int(local_size) > cores:
-        os.environ["OMPI_MCA_mpi_yield_when_idle"] = "1"
-
 
 def init(comm=None, process_sets=None):
     """Starts horovodcpp on every rank that hvdrun (or mpirun) launched.
@@ -75,7 +47,6 @@ def init(comm=None, process_sets=None):
             raise ValueError("horovodcpp is already initialized: add process sets with "
                              "hvd.add_process_set()")
         return
-    _yield_when_cores_are_short()
     _core.init([ps.ranks for ps in sets] if sets else None)
     if comm is not None and sorted(comm) != list(range(_core.size())):
         # Every rank got the same arguments, so every rank stops here.

@@ -363,6 +363,9 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
                                     mpi|gloo (staged through pinned host memory
                                     onto the job's CPU transport)
   HOROVODCPP_NCCL_TIMEOUT_SECONDS   NCCL wait before aborting (default 300)
+  HOROVODCPP_HIERARCHICAL_ALLREDUCE 1: CUDA allreduce as NCCL inside hosts and
+                                    the CPU transport across them (several
+                                    hosts, equal ranks per host; default 0)
   HOROVODCPP_GLOO_IFACE             Gloo network interface (alias HOROVOD_GLOO_IFACE)
   HOROVODCPP_GLOO_FILE_STORE        Gloo without hvdrun: a directory shared by
                                     ranks on one host (with HOROVODCPP_RANK, _SIZE,

@@ -22,6 +22,9 @@
 #   backend, the copy kernel and the events directly, with ranks as
 #   threads (one GPU per rank), and needs no launcher.
 #
+# - Hierarchical allreduce (HOROVODCPP_HIERARCHICAL_ALLREDUCE=1):
+#   gpu_collective_tests on two hosts simulated on this machine
+#   (test/gpu/hierarchical_allreduce.sh picks the layout the GPUs allow).
 # - CUDA tensors staged through pinned host memory onto Gloo
 #   (HOROVODCPP_GPU_OPERATIONS=gloo): gpu_staged_tests under hvdrun --gloo
 #   with 1, 2 and 4 ranks, all on the one GPU (NCCL needs a GPU per rank).
@@ -195,6 +198,22 @@ if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON ]]; then
     "$BUILD/runner/hvdrun" -np 2 --gloo "$BUILD/test/gpu_collective_tests" \
       >"$RESULTS/gpu_collective_tests_np2.log" 2>&1 || status=1
     tail -5 "$RESULTS/gpu_collective_tests_np2.log"
+  fi
+  # Two hosts simulated here (127.0.0.1, 127.0.0.2); 2x2 with >= 4 GPUs,
+  # else 1+1 (allreduce tests only on one GPU): see the script.
+  log "hierarchical allreduce of CUDA tensors (HOROVODCPP_HIERARCHICAL_ALLREDUCE=1, two hosts)"
+  cmake --build "$BUILD" --target hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
+  set +e
+  "$ROOT/test/gpu/hierarchical_allreduce.sh" "$BUILD/runner/hvdrun" \
+    "$BUILD/test/gpu_collective_tests" "$RESULTS/gpu_hierarchical_tests.log"
+  hier_status=$?
+  set -e
+  if [[ $hier_status == 77 ]]; then
+    echo "gpu_hierarchical_tests SKIPPED: no usable CUDA device"
+    status=1
+  elif [[ $hier_status != 0 ]]; then
+    echo "gpu_hierarchical_tests FAILED (exit $hier_status; $RESULTS/gpu_hierarchical_tests.log)"
+    status=1
   fi
 fi
 if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON ]]; then

@@ -59,4 +59,15 @@ void run_copy_launch_on_host(const CopyLaunch& launch, DataType dtype, CopyScale
   }
 }
 
+GroupPieces group_pieces(const std::vector<const TensorEntry*>& group) {
+  GroupPieces pieces;
+  for (const TensorEntry* entry : group) {
+    const std::uint64_t n = entry->input.num_elements();
+    pieces.inputs.emplace_back(entry->input.data, n);
+    pieces.outputs.emplace_back(entry->output.data, n);
+    pieces.total += n;
+  }
+  return pieces;
+}
+
 }  // namespace hvd

@@ -6,8 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "core/tensor_queue.h"
 #include "horovodcpp/types.h"
 
 namespace hvd {
@@ -49,6 +51,15 @@ std::vector<CopyTask> pack_tasks(const std::vector<std::pair<const void*, std::u
 std::vector<CopyTask> unpack_tasks(const void* buffer,
                                    const std::vector<std::pair<void*, std::uint64_t>>& pieces,
                                    std::size_t element_size);
+
+// A fused group's inputs and outputs as pieces (pointer, elements) for
+// pack_tasks / unpack_tasks, and the elements of all of them.
+struct GroupPieces {
+  std::vector<std::pair<const void*, std::uint64_t>> inputs;
+  std::vector<std::pair<void*, std::uint64_t>> outputs;
+  std::uint64_t total = 0;
+};
+GroupPieces group_pieces(const std::vector<const TensorEntry*>& group);
 
 // Runs a launch on host memory with scale_copy: the reference the device
 // kernel is tested against.

@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/controller.h"
 #include "core/host_staging.h"
+#include "core/process_set_channel.h"
 #include "core/tensor_queue.h"
 
 namespace hvd {
@@ -78,8 +79,12 @@ class DeviceOperations {
 // a process set with `controller` (null: CUDA tensors are refused with a
 // clear error). `cpu_transport`: the set's CPU backend's name (staged
 // operations run on that backend, whatever CPU name the variable gives).
+// `channel`: the job's process-set channel for the global set (null for
+// user sets): with NCCL, HOROVODCPP_HIERARCHICAL_ALLREDUCE builds its
+// sub-transports through it (collective over every rank of the job).
 std::unique_ptr<DeviceOperations> create_device_operations(Controller& controller,
-                                                           const std::string& cpu_transport);
+                                                           const std::string& cpu_transport,
+                                                           ProcessSetChannel* channel = nullptr);
 
 // "nccl" when built with NCCL, then the CPU transports when built with
 // CUDA (staged); empty without CUDA.

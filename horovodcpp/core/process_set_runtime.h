@@ -24,7 +24,10 @@ class ProcessSetRuntime {
  public:
   // Starts the set's coordinator. `timeline` (may be null) receives its
   // trace events: only the global set's, on rank 0, is given one.
-  ProcessSetRuntime(ProcessSet set, Transport transport, Timeline* timeline);
+  // `channel`: the job's process-set channel, for the global set only
+  // (its device operations may build sub-transports at construction).
+  ProcessSetRuntime(ProcessSet set, Transport transport, Timeline* timeline,
+                    ProcessSetChannel* channel = nullptr);
   // stop(), then frees the transport.
   ~ProcessSetRuntime();
 

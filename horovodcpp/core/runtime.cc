@@ -63,7 +63,8 @@ Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
   for (int r = 0; r < job.size; ++r) everyone[static_cast<std::size_t>(r)] = r;
   ProcessSet global(0, std::move(everyone), job.rank);
   global_ = std::make_shared<ProcessSetRuntime>(global, std::move(transport),
-                                                job.rank == 0 ? &timeline_ : nullptr);
+                                                job.rank == 0 ? &timeline_ : nullptr,
+                                                channel_.get());
   sets_.emplace(0, Registered{global, global_});
   try {
     for (const std::vector<int>& ranks : process_sets) add_process_set(ranks);

@@ -95,4 +95,11 @@ void launch_batched_copy(const CopyLaunch& launch, DataType dtype, CopyScale sca
   }
 }
 
+void launch_batched_copies(const std::vector<CopyTask>& tasks, DataType dtype, CopyScale scale,
+                           void* stream) {
+  for (const CopyLaunch& launch : plan_batched_copies(tasks, dtype_size(dtype))) {
+    launch_batched_copy(launch, dtype, scale, stream);
+  }
+}
+
 }  // namespace hvd

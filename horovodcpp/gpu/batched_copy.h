@@ -2,6 +2,8 @@
 // CopyLaunch (up to 64 tensors), scaling on the way.
 #pragma once
 
+#include <vector>
+
 #include "core/batched_copy_plan.h"
 
 namespace hvd {
@@ -12,5 +14,8 @@ namespace hvd {
 // copied), as scale_copy does on the host. Throws BackendError if the
 // launch fails.
 void launch_batched_copy(const CopyLaunch& launch, DataType dtype, CopyScale scale, void* stream);
+// Every (src, dst, count) task, in as few launches as plan_batched_copies makes.
+void launch_batched_copies(const std::vector<CopyTask>& tasks, DataType dtype, CopyScale scale,
+                           void* stream);
 
 }  // namespace hvd

@@ -19,4 +19,21 @@ Tensor device_tensor(int device, DataType dtype, std::vector<std::int64_t> shape
   return Tensor(dtype, std::move(shape), Device::cuda(device), data, std::move(storage));
 }
 
+void* StreamBuffer::reserve(std::size_t bytes, void* stream) {
+  if (bytes <= capacity_) return data_;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (data_) HVD_CUDA_CHECK(cudaFreeAsync(data_, s));
+  data_ = nullptr;
+  capacity_ = 0;
+  HVD_CUDA_CHECK(cudaMallocAsync(&data_, bytes, s));
+  capacity_ = bytes;
+  return data_;
+}
+
+void StreamBuffer::release(void* stream) {
+  if (data_) cudaFreeAsync(data_, static_cast<cudaStream_t>(stream));
+  data_ = nullptr;
+  capacity_ = 0;
+}
+
 }  // namespace hvd

@@ -42,7 +42,11 @@ class EveryCollectiveTest : public test::GpuTest {
     if (IsSkipped()) return;
     int devices = 0;
     HVD_CUDA_CHECK(cudaGetDeviceCount(&devices));
-    device_ = hvd::local_rank() % devices;  // with one GPU, every rank shares it
+    // With one GPU, every rank shares it. Hosts simulated on one machine
+    // (hvdrun -H 127.0.0.1:2,127.0.0.2:2) repeat local ranks: spread by
+    // global rank there, so the job-wide NCCL communicator has one GPU per rank.
+    const bool one_host = hvd::local_size() == hvd::size();
+    device_ = (one_host ? hvd::local_rank() : hvd::rank()) % devices;
     HVD_CUDA_CHECK(cudaSetDevice(device_));
     HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     scratch_ = std::make_unique<DeviceBuffer<unsigned char>>(kScratch);
@@ -137,6 +141,45 @@ TEST_F(EveryCollectiveTest, AllreduceEveryOp) {
     }
     EXPECT_EQ(read(in->get(), 1)[0], values[0]);  // out of place: input untouched
   }
+}
+
+// Sizes that no number of local ranks divides, alone and fused: every
+// element of every rank's result (the hierarchical allreduce pads the
+// fused buffer to a multiple of the local size and splits it in shards).
+TEST_F(EveryCollectiveTest, AllreduceOddSizesEveryElement) {
+  const int size = hvd::size(), rank = hvd::rank();
+  const std::vector<std::int64_t> sizes = {1, 3, 7, 1001, 65537};
+  std::vector<std::unique_ptr<DeviceBuffer<std::int32_t>>> buffers;
+  std::vector<TensorView> views;
+  for (std::int64_t n : sizes) {
+    std::vector<std::int32_t> values(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) values[i] = std::int32_t(i % 997) * (rank + 1);
+    buffers.push_back(on_stream(values));
+    views.push_back(view_of(buffers.back()->get(), {n}));
+  }
+  // One at a time (each alone in its buffer), then all fused, then Max.
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    allreduce_async(views[t], "every.odd." + std::to_string(t), ReduceOp::kSum).wait();
+  }
+  std::vector<Work> works = grouped_allreduce_async(views, "every.odd.group", ReduceOp::kSum);
+  for (Work& w : works) w.wait();
+  const std::int64_t ranks_sum = std::int64_t(size) * (size + 1) / 2;
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    const std::vector<std::int32_t> got = read(buffers[t]->get(), std::size_t(sizes[t]));
+    std::size_t wrong = 0;
+    for (std::int64_t i = 0; i < sizes[t]; ++i) {
+      // Summed twice: (i % 997) * ranks_sum, then that times size.
+      const std::int64_t want = std::int64_t(i % 997) * ranks_sum * size;
+      if (got[std::size_t(i)] != want && wrong++ < 3) {
+        ADD_FAILURE() << "rank " << rank << " tensor " << sizes[t] << " element " << i << ": "
+                      << got[std::size_t(i)] << " != " << want;
+      }
+    }
+    EXPECT_EQ(wrong, 0u) << "rank " << rank << " tensor of " << sizes[t];
+  }
+  auto m = on_stream(std::vector<std::int32_t>(1001, std::int32_t(rank) * 3 - 7));
+  allreduce_async(view_of(m->get(), {1001}), "every.odd.max", ReduceOp::kMax).wait();
+  for (std::int32_t v : read(m->get(), 1001)) ASSERT_EQ(v, (size - 1) * 3 - 7) << "rank " << rank;
 }
 
 TEST_F(EveryCollectiveTest, HalfPrecisionAndIntegers) {

@@ -14,20 +14,43 @@ namespace {
 // Queues dst = src / divisor * factor for every (src, dst, count) task.
 void copy_all(const std::vector<CopyTask>& tasks, DataType dtype, CopyScale scale,
               cudaStream_t stream) {
-  for (const CopyLaunch& launch : plan_batched_copies(tasks, dtype_size(dtype))) {
-    launch_batched_copy(launch, dtype, scale, stream);
-  }
+  launch_batched_copies(tasks, dtype, scale, stream);
 }
 
 }  // namespace
 
-NcclOperations::NcclOperations(Controller& controller) : controller_(controller) {}
+NcclOperations::NcclOperations(Controller& controller,
+                               std::unique_ptr<HierarchicalAllreduce> hierarchical)
+    : controller_(controller), hierarchical_(std::move(hierarchical)) {}
 
 NcclOperations::~NcclOperations() {
-  poller_.reset();  // fails what is pending before the communicator goes
-  if (fusion_buffer_) cudaFreeAsync(fusion_buffer_, communicator_->stream());
+  poller_.reset();  // fails what is pending before the communicators go
+  watched_.reset();
+  if (communicator_) fusion_.release(communicator_->stream());
   backend_.reset();
   communicator_.reset();
+  hierarchical_.reset();  // waits for its stream before freeing its memory
+}
+
+void NcclOperations::order_after(void* later, void* earlier) {
+  GpuEvents::Event event = events_.record(device_, earlier);
+  try {
+    events_.stream_wait(device_, later, event);
+  } catch (...) {
+    events_.release(event);
+    throw;
+  }
+  events_.release(event);  // the wait is queued: the event may go
+}
+
+void NcclOperations::Watched::add(std::shared_ptr<NcclCommunicator> communicator) {
+  std::lock_guard<std::mutex> lock(mutex);
+  communicators.push_back(std::move(communicator));
+}
+
+std::vector<std::shared_ptr<NcclCommunicator>> NcclOperations::Watched::list() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return communicators;
 }
 
 std::shared_ptr<void> NcclOperations::record_ready(const TensorView& tensor) {
@@ -39,21 +62,23 @@ std::shared_ptr<void> NcclOperations::record_ready(const TensorView& tensor) {
 }
 
 void NcclOperations::ensure(int device) {
-  if (communicator_) {
+  if (poller_) {
     HVD_CHECK_EQ(device, device_, InvalidArgument,
                  "CUDA tensors of one rank must all be on the same GPU (one GPU per rank)");
     return;
   }
   device_ = device;
-  communicator_ = std::make_shared<NcclCommunicator>(controller_, device, nccl_timeout_from_env());
-  backend_ = std::make_unique<NcclBackend>(communicator_);
-  std::shared_ptr<NcclCommunicator> communicator = communicator_;
+  std::shared_ptr<Watched> watched = watched_;
   // A peer that died or never comes: abort instead of waiting forever.
   poller_ = std::make_unique<CompletionPoller>(
-      events_, [communicator](std::chrono::steady_clock::duration oldest) {
-        communicator->check();
-        if (oldest > communicator->timeout()) {
-          communicator->abort("a collective did not complete within the timeout");
+      events_, [watched](std::chrono::steady_clock::duration oldest) {
+        const std::vector<std::shared_ptr<NcclCommunicator>> communicators = watched->list();
+        for (const auto& communicator : communicators) communicator->check();
+        for (const auto& communicator : communicators) {
+          if (oldest <= communicator->timeout()) continue;
+          for (const auto& other : communicators) {
+            other->abort("a collective did not complete within the timeout");
+          }
           HVD_THROW(Timeout, "NCCL collective did not complete within "
                                  << communicator->timeout().count()
                                  << " ms (a peer may have died); the communicator was aborted");
@@ -64,23 +89,19 @@ void NcclOperations::ensure(int device) {
 void NcclOperations::wait_ready(const std::vector<const TensorEntry*>& group) {
   ensure(group.front()->request.device.index);
   HVD_CUDA_CHECK(cudaSetDevice(device_));
+  if (!communicator_) {
+    communicator_ =
+        std::make_shared<NcclCommunicator>(controller_, device_, nccl_timeout_from_env());
+    backend_ = std::make_unique<NcclBackend>(communicator_);
+    watched_->add(communicator_);
+  }
+  if (hierarchical_ && hierarchical_->has_communicator()) {
+    order_after(communicator_->stream(), hierarchical_->stream());
+  }
   for (const TensorEntry* entry : group) {
-    if (entry->ready_event) events_.stream_wait(device_, communicator_->stream(), entry->ready_event.get());
+    if (entry->ready_event)
+      events_.stream_wait(device_, communicator_->stream(), entry->ready_event.get());
   }
-}
-
-void* NcclOperations::fusion_buffer(std::size_t bytes) {
-  if (bytes > fusion_bytes_) {
-    // Stream-ordered: freed after the work already queued that uses it,
-    // and the host never waits.
-    cudaStream_t stream = communicator_->stream();
-    if (fusion_buffer_) HVD_CUDA_CHECK(cudaFreeAsync(fusion_buffer_, stream));
-    fusion_buffer_ = nullptr;
-    fusion_bytes_ = 0;
-    HVD_CUDA_CHECK(cudaMallocAsync(&fusion_buffer_, bytes, stream));
-    fusion_bytes_ = bytes;
-  }
-  return fusion_buffer_;
 }
 
 void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int contributors) {
@@ -90,6 +111,15 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
   const ReduceOp op = average ? ReduceOp::kSum : request.reduce_op;
   const CopyScale prescale{1.0, request.prescale_factor};
   const CopyScale postscale{average ? double(contributors) : 1.0, request.postscale_factor};
+  if (hierarchical_) {
+    ensure(request.device.index);
+    HVD_CUDA_CHECK(cudaSetDevice(device_));
+    if (!hierarchical_->has_communicator()) watched_->add(hierarchical_->communicator(device_));
+    if (communicator_) order_after(hierarchical_->stream(), communicator_->stream());
+    hierarchical_->allreduce(events_, device_, group, contributors);
+    complete_when_done(events_, *poller_, device_, hierarchical_->stream(), group);
+    return;
+  }
   wait_ready(group);
   cudaStream_t stream = communicator_->stream();
   if (group.size() == 1) {
@@ -104,19 +134,11 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
       copy_all({{entry.output.data, entry.output.data, n}}, dtype, postscale, stream);
     }
   } else {
-    std::vector<std::pair<const void*, std::uint64_t>> inputs;
-    std::vector<std::pair<void*, std::uint64_t>> outputs;
-    std::uint64_t total = 0;
-    for (const TensorEntry* entry : group) {
-      const std::uint64_t n = entry->input.num_elements();
-      inputs.emplace_back(entry->input.data, n);
-      outputs.emplace_back(entry->output.data, n);
-      total += n;
-    }
-    void* buffer = fusion_buffer(total * dtype_size(dtype));
-    copy_all(pack_tasks(inputs, buffer, dtype_size(dtype)), dtype, prescale, stream);
-    backend_->allreduce(buffer, total, dtype, op);
-    copy_all(unpack_tasks(buffer, outputs, dtype_size(dtype)), dtype, postscale, stream);
+    const GroupPieces pieces = group_pieces(group);
+    void* buffer = fusion_.reserve(pieces.total * dtype_size(dtype), communicator_->stream());
+    copy_all(pack_tasks(pieces.inputs, buffer, dtype_size(dtype)), dtype, prescale, stream);
+    backend_->allreduce(buffer, pieces.total, dtype, op);
+    copy_all(unpack_tasks(buffer, pieces.outputs, dtype_size(dtype)), dtype, postscale, stream);
   }
   complete_when_done(events_, *poller_, device_, communicator_->stream(), group);
 }
@@ -153,7 +175,7 @@ void NcclOperations::reducescatter(const TensorEntry& entry, const ResultPlan& p
   const std::uint64_t n = entry.input.num_elements();
   wait_ready({&entry});
   cudaStream_t stream = communicator_->stream();
-  void* scratch = fusion_buffer(n * dtype_size(dtype));
+  void* scratch = fusion_.reserve(n * dtype_size(dtype), stream);
   copy_all({{entry.input.data, scratch, n}}, dtype, CopyScale{1.0, request.prescale_factor},
            stream);
   Tensor output = device_tensor(device_, dtype, plan.shape);

@@ -6,24 +6,30 @@
 // each caller's stream wait for it, and hands it to a CompletionPoller that
 // completes the Works: no step waits on the GPU. Allgather, alltoall and
 // reducescatter write into device memory they allocate on the tensor's GPU,
-// which becomes the Work's output.
+// which becomes the Work's output. With a HierarchicalAllreduce (the job's
+// set, HOROVODCPP_HIERARCHICAL_ALLREDUCE) allreduce runs through it; the
+// flat communicator is then created only when another collective needs it.
 #pragma once
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "backend/nccl/nccl_backend.h"
+#include "backend/nccl/nccl_hierarchical.h"
 #include "core/completion_poller.h"
 #include "core/device_operations.h"
 #include "gpu/cuda_events.h"
+#include "gpu/device_tensor.h"
 
 namespace hvd {
 
 class NcclOperations : public DeviceOperations {
  public:
-  // The communicator is created at the first CUDA collective (every rank
-  // of the set reaches it at the same response), over `controller`.
-  explicit NcclOperations(Controller& controller);
+  // The communicator is created at the first CUDA collective that needs it
+  // (every rank of the set reaches it at the same response), over
+  // `controller`. `hierarchical` (may be null) runs allreduce instead.
+  NcclOperations(Controller& controller, std::unique_ptr<HierarchicalAllreduce> hierarchical);
   ~NcclOperations() override;
 
   const char* name() const override { return "nccl"; }
@@ -35,20 +41,35 @@ class NcclOperations : public DeviceOperations {
   void reducescatter(const TensorEntry& entry, const ResultPlan& plan, double divisor) override;
 
  private:
-  // Creates the communicator on `device` at first use; one GPU per rank.
+  // The communicators the poller checks (and aborts on a timeout); the
+  // poller thread reads the list while the coordinator adds to it.
+  struct Watched {
+    std::mutex mutex;
+    std::vector<std::shared_ptr<NcclCommunicator>> communicators;
+    void add(std::shared_ptr<NcclCommunicator> communicator);
+    std::vector<std::shared_ptr<NcclCommunicator>> list();
+  };
+
+  // Fixes this rank's GPU and starts the poller at first use; one GPU per rank.
   void ensure(int device);
-  // The NCCL stream waits for every entry's ready event.
+  // The flat communicator over the set, created at first use on the
+  // group's GPU; its stream waits for every entry's ready event.
   void wait_ready(const std::vector<const TensorEntry*>& group);
-  void* fusion_buffer(std::size_t bytes);
+  // Work queued on stream `later` from now on starts after what `earlier`
+  // has queued so far. The flat and the host communicator run one after the
+  // other, never side by side: NCCL kernels of two communicators on one GPU
+  // may deadlock when GPUs schedule them in different orders.
+  void order_after(void* later, void* earlier);
 
   Controller& controller_;
   CudaEvents events_;
   int device_ = -1;
+  std::unique_ptr<HierarchicalAllreduce> hierarchical_;
+  std::shared_ptr<Watched> watched_ = std::make_shared<Watched>();
   std::shared_ptr<NcclCommunicator> communicator_;
   std::unique_ptr<NcclBackend> backend_;
   std::unique_ptr<CompletionPoller> poller_;
-  void* fusion_buffer_ = nullptr;  // device memory, grows, reused
-  std::size_t fusion_bytes_ = 0;
+  StreamBuffer fusion_;  // on the flat communicator's stream
 };
 
 }  // namespace hvd

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/reduction.h"
 #include "horovodcpp/types.h"
 
 namespace hvd {
@@ -28,6 +29,15 @@ class Backend {
   // In-place allreduce of `count` elements. `op` is Sum, Min, Max or
   // Product (the core turns Average into Sum plus a division).
   virtual void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) = 0;
+  // allreduce, then every element of the result divided by `divisor` and
+  // multiplied by `factor` as scale_in_place does (Average, postscale).
+  // A backend that can scale while the data is in its cache overrides this
+  // and saves a pass over the buffer.
+  virtual void allreduce_scaled(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                                double divisor, double factor) {
+    allreduce(buffer, count, dtype, op);
+    scale_in_place(dtype, buffer, count, divisor, factor);
+  }
   // Rank r contributes counts[r] elements; `output` receives all of them
   // concatenated in rank order. `input` holds counts[rank] elements.
   virtual void allgatherv(const void* input, void* output,

@@ -306,9 +306,9 @@ void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group,
     const TensorEntry& entry = *group.front();
     scale_copy(dtype, entry.input.data, entry.output.data, total, 1.0, request.prescale_factor);
     const auto t1 = traced ? TimelineClock::now() : TimelineClock::time_point();
-    backend_.allreduce(entry.output.data, total, dtype, op);
+    backend_.allreduce_scaled(entry.output.data, total, dtype, op, divisor,
+                              request.postscale_factor);
     if (traced) trace(group, op_event_name(OpType::kAllreduce), t1, TimelineClock::now());
-    scale_in_place(dtype, entry.output.data, total, divisor, request.postscale_factor);
     return;
   }
   // Pack with prescale, one backend call, unpack with Average and postscale:

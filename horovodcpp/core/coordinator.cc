@@ -1,5 +1,6 @@
 #include "core/coordinator.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/check.h"
@@ -76,14 +77,18 @@ void Coordinator::stop() {
 void Coordinator::loop() {
   try {
     while (run_cycle()) {
-      const auto heartbeat = std::chrono::steady_clock::now() + cycle_time_;
-      // While this rank waits on others, the next cycle starts at once: its
-      // collective pairs with theirs the moment they enter, so a step whose
-      // tensors hit the cache never waits for a timer. An idle rank starts
-      // one on its next submission, or after the cycle time at the latest
-      // (every rank must join every cycle, and shutdown and the stall
-      // inspector need cycles).
-      if (!queue_.in_flight()) queue_.wait_for_new(heartbeat, idle_spin_);
+      const auto now = std::chrono::steady_clock::now();
+      // An idle rank starts a cycle on its next submission, or after the
+      // cycle time at the latest (every rank must join every cycle, and
+      // shutdown and the stall inspector need cycles). While this rank
+      // waits on others, the next cycle starts at once: its collective
+      // pairs with theirs the moment they enter, so a step whose tensors
+      // hit the cache never waits for a timer.
+      if (!queue_.in_flight()) {
+        queue_.wait_for_new(now + cycle_time_, idle_spin_);
+      } else if (const auto backoff = in_flight_backoff(); backoff.count() > 0) {
+        queue_.wait_for_new(now + backoff, std::chrono::microseconds(0));
+      }
     }
   } catch (const Error& e) {
     // Typed errors (RankFailure for a lost peer, BackendError, ...) reach
@@ -95,6 +100,21 @@ void Coordinator::loop() {
     fail_everything_left(std::make_exception_ptr(
         BackendError(std::string("horovodcpp coordinator failed: ") + e.what())));
   }
+}
+
+std::chrono::microseconds Coordinator::in_flight_backoff() {
+  if (!idle_cycle_) {
+    idle_cycles_in_a_row_ = 0;
+    return std::chrono::microseconds(0);
+  }
+  // When every rank has tensors in flight that the others have not
+  // submitted yet (a backward pass), back-to-back cycles complete at once
+  // and achieve nothing: two coordinators would burn the cores the training
+  // needs. So after idle cycles wait, 10 us doubling up to a quarter of the
+  // cycle time, or until this rank submits. A peer that submits meanwhile
+  // waits in its collective at most that long.
+  const int doublings = std::min(idle_cycles_in_a_row_++, 16);
+  return std::min(std::chrono::microseconds(10) * (1 << doublings), cycle_time_ / 4);
 }
 
 bool Coordinator::run_cycle() {
@@ -127,6 +147,7 @@ bool Coordinator::run_cycle() {
     responses.insert(responses.end(), agreed.responses.begin(), agreed.responses.end());
   }
 
+  idle_cycle_ = new_requests.empty() && responses.empty();
   const std::size_t bytes = executor_.execute_all(responses, queue_);
   if (autotuner_) autotune(bytes);
   if (cache_) cache_->update(agreed.responses);

@@ -40,8 +40,11 @@ class Coordinator {
 
  private:
   void loop();
-  // Returns false once the job is shutting down.
+  // Returns false once the job is shutting down. Sets idle_cycle_.
   bool run_cycle();
+  // How long to wait for a submission before the next cycle while this
+  // rank has tensors in flight.
+  std::chrono::microseconds in_flight_backoff();
   // This cycle's new submissions (and their QUEUE phase on the timeline).
   std::vector<Request> pop_new_requests();
   ResponseList negotiate(const RequestList& mine);
@@ -62,6 +65,9 @@ class Coordinator {
   bool join_pending_ = false;  // this rank is in join(), waiting for the others
   std::chrono::microseconds cycle_time_;
   std::chrono::microseconds idle_spin_;
+  // The last cycle brought nothing new from this rank and ran nothing.
+  bool idle_cycle_ = false;
+  int idle_cycles_in_a_row_ = 0;
   std::unique_ptr<Autotuner> autotuner_;        // rank 0 with HOROVODCPP_AUTOTUNE=1
   std::optional<TunedParams> tuned_to_send_;    // rank 0: chosen, not yet broadcast
   std::atomic<bool> stop_requested_{false};

@@ -194,6 +194,23 @@ TEST_P(AllreduceTest, SameBitsAsInnerBackendAndOnEveryRank) {
   }
 }
 
+// Scaling folded into the reduce step gives the bits of a separate
+// scale_in_place pass after the allreduce (what the executor did before).
+TEST_P(AllreduceTest, ScaledEqualsAllreduceThenScale) {
+  const auto [dtype, op] = GetParam();
+  for (std::size_t count : {std::size_t{1}, std::size_t{10007}, std::size_t{300001}}) {
+    for (auto [divisor, factor] : {std::pair{1.0, 1.0}, std::pair{3.0, 1.0}, std::pair{2.0, 0.5}}) {
+      const std::vector<unsigned char> input = random_bytes(dtype, count, 99 + topology().rank);
+      std::vector<unsigned char> folded = input, separate = input;
+      g_default->allreduce_scaled(folded.data(), count, dtype, op, divisor, factor);
+      g_default->allreduce(separate.data(), count, dtype, op);
+      scale_in_place(dtype, separate.data(), count, divisor, factor);
+      EXPECT_EQ(folded, separate) << "count " << count << ", divisor " << divisor << ", factor "
+                                  << factor;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
                          ::testing::Combine(::testing::ValuesIn(kAllDtypes),
                                             ::testing::ValuesIn(kBackendOps)),

@@ -1,7 +1,5 @@
 #include "backend/mpi/mpi_context.h"
 
-#include <sched.h>
-
 #include <cstdlib>
 #include <mutex>
 #include <tuple>
@@ -36,30 +34,6 @@ const char* thread_level_name(int level) {
   }
 }
 
-// Each rank runs two busy threads: the application's, computing, and the
-// coordinator's, waiting in MPI for the other ranks at every negotiation
-// cycle. Open MPI busy-polls there unless it knows the host is
-// oversubscribed (it sets mpi_yield_when_idle itself only for more ranks
-// than slots). With fewer than two cores per rank the polling took the
-// cores the training needed (2 ranks on 2 cores: ~100 ms of coordinator CPU
-// per resnet18 step; bench/README.md, "train_bench.py"). So unless the user
-// chose, ask Open MPI to yield the core while it waits. Read by MPI_Init.
-void yield_when_cores_are_short() {
-  if (std::getenv("OMPI_MCA_mpi_yield_when_idle")) return;
-  // How many ranks share this host, as Open MPI, MPICH/Hydra or Slurm say.
-  const char* local_size = nullptr;
-  for (const char* name :
-       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
-    if ((local_size = std::getenv(name))) break;
-  }
-  if (!local_size) return;
-  const long ranks = std::strtol(local_size, nullptr, 10);
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  if (2 * ranks > cores) setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
-}
-
 void ensure_mpi_initialized() {
   HVD_CHECK(!mpi_finalized(), BackendError,
             "MPI was already finalized in this process; it cannot be initialized again");
@@ -69,7 +43,6 @@ void ensure_mpi_initialized() {
   if (initialized) {
     HVD_MPI_CHECK(MPI_Query_thread(&provided));
   } else {
-    yield_when_cores_are_short();
     HVD_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
     static std::once_flag registered;
     std::call_once(registered, [] { std::atexit(finalize_at_exit); });

@@ -5,12 +5,22 @@
 #include <utility>
 
 #include "backend/mpi/mpi_check.h"
+#include "backend/mpi/mpi_wait.h"
 #include "core/check.h"
 
 namespace hvd {
 namespace {
 
 constexpr int kRoot = 0;
+
+// Starts a non-blocking collective (`start` fills the request) and waits for
+// it without holding the core (mpi_wait.h).
+template <typename Start>
+void run(const char* what, Start start) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  HVD_MPI_CHECK(start(&request));
+  wait_for_request(&request, what);
+}
 
 }  // namespace
 
@@ -30,11 +40,15 @@ std::vector<std::string> MpiController::gather_to_root(const std::string& messag
   int my_size = static_cast<int>(message.size());
 
   std::vector<int> sizes(is_root ? topology.size : 0);
-  HVD_MPI_CHECK(MPI_Gather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, kRoot, comm));
+  run("MPI_Igather", [&](MPI_Request* r) {
+    return MPI_Igather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, kRoot, comm, r);
+  });
 
   if (!is_root) {
-    HVD_MPI_CHECK(MPI_Gatherv(message.data(), my_size, MPI_BYTE, nullptr, nullptr, nullptr,
-                              MPI_BYTE, kRoot, comm));
+    run("MPI_Igatherv", [&](MPI_Request* r) {
+      return MPI_Igatherv(message.data(), my_size, MPI_BYTE, nullptr, nullptr, nullptr, MPI_BYTE,
+                          kRoot, comm, r);
+    });
     return {};
   }
   std::vector<int> displacements(sizes.size());
@@ -46,8 +60,10 @@ std::vector<std::string> MpiController::gather_to_root(const std::string& messag
     total += sizes[r];
   }
   std::string gathered(static_cast<std::size_t>(total), '\0');
-  HVD_MPI_CHECK(MPI_Gatherv(message.data(), my_size, MPI_BYTE, gathered.data(), sizes.data(),
-                            displacements.data(), MPI_BYTE, kRoot, comm));
+  run("MPI_Igatherv", [&](MPI_Request* r) {
+    return MPI_Igatherv(message.data(), my_size, MPI_BYTE, gathered.data(), sizes.data(),
+                        displacements.data(), MPI_BYTE, kRoot, comm, r);
+  });
   std::vector<std::string> messages;
   messages.reserve(sizes.size());
   for (std::size_t r = 0; r < sizes.size(); ++r) {
@@ -62,20 +78,26 @@ std::string MpiController::broadcast_from_root(const std::string& message) {
   // The size travels as 64 bits so every rank sees an oversized message and
   // throws together instead of leaving the others waiting.
   std::int64_t size = is_root ? static_cast<std::int64_t>(message.size()) : 0;
-  HVD_MPI_CHECK(MPI_Bcast(&size, 1, MPI_INT64_T, kRoot, comm));
+  run("MPI_Ibcast", [&](MPI_Request* r) {
+    return MPI_Ibcast(&size, 1, MPI_INT64_T, kRoot, comm, r);
+  });
   HVD_CHECK(
       size <= INT_MAX, BackendError,
       "control message of " << size << " bytes exceeds MPI's limit of " << INT_MAX << " bytes");
   std::string result = is_root ? message : std::string(static_cast<std::size_t>(size), '\0');
-  HVD_MPI_CHECK(MPI_Bcast(result.data(), static_cast<int>(size), MPI_BYTE, kRoot, comm));
+  run("MPI_Ibcast", [&](MPI_Request* r) {
+    return MPI_Ibcast(result.data(), static_cast<int>(size), MPI_BYTE, kRoot, comm, r);
+  });
   return result;
 }
 
 void MpiController::bitwise_and(std::vector<std::uint64_t>& words) {
   HVD_CHECK(words.size() <= static_cast<std::size_t>(INT_MAX), BackendError,
             "bit vector of " << words.size() << " words exceeds MPI's count limit");
-  HVD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()),
-                              MPI_UINT64_T, MPI_BAND, context_->control_comm()));
+  run("MPI_Iallreduce", [&](MPI_Request* r) {
+    return MPI_Iallreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()),
+                          MPI_UINT64_T, MPI_BAND, context_->control_comm(), r);
+  });
 }
 
 }  // namespace hvd

@@ -177,6 +177,15 @@ void ShmBackend::allreduce(void* buffer, std::size_t count, DataType dtype, Redu
   reduce_chunks("allreduce", bytes, count, dtype, op, 0, count, bytes);
 }
 
+void ShmBackend::allreduce_scaled(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                                  double divisor, double factor) {
+  check_dtype(dtype);
+  check_reduce_op(op);
+  if (!active()) return inner_->allreduce_scaled(buffer, count, dtype, op, divisor, factor);
+  auto* bytes = static_cast<unsigned char*>(buffer);
+  reduce_chunks("allreduce", bytes, count, dtype, op, 0, count, bytes, divisor, factor);
+}
+
 void ShmBackend::reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
                                DataType dtype, ReduceOp op) {
   check_dtype(dtype);
@@ -195,7 +204,8 @@ void ShmBackend::reducescatter(void* buffer, void* output, const std::vector<std
 
 void ShmBackend::reduce_chunks(const char* what, unsigned char* buffer, std::size_t count,
                                DataType dtype, ReduceOp op, std::size_t keep_begin,
-                               std::size_t keep_end, unsigned char* out) {
+                               std::size_t keep_end, unsigned char* out, double divisor,
+                               double factor) {
   const std::size_t element = dtype_size(dtype);
   const std::size_t chunk = segment_.geometry().slot_bytes / element;  // elements per chunk
   // Shares start on cache lines: no two ranks write to one line of a slot.
@@ -222,8 +232,9 @@ void ShmBackend::reduce_chunks(const char* what, unsigned char* buffer, std::siz
       sources_[r] =
           r == rank_ ? buffer + (c * chunk + lo) * element : segment_.slot(stage, r) + lo * element;
     }
-    reduce_many(dtype, op, segment_.slot(stage, rank_) + lo * element, sources_.data(),
-                sources_.size(), hi - lo);
+    unsigned char* result = segment_.slot(stage, rank_) + lo * element;
+    reduce_many(dtype, op, result, sources_.data(), sources_.size(), hi - lo);
+    scale_in_place(dtype, result, hi - lo, divisor, factor);  // no-op for 1, 1
   };
   // Every rank's share of the result that falls in [keep_begin, keep_end).
   auto drain = [&](std::uint64_t c, int stage) {

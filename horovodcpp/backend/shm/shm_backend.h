@@ -54,6 +54,9 @@ class ShmBackend : public Backend {
   BackendCapabilities capabilities() const override;
 
   void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;
+  // Each rank scales its share of a chunk right after reducing it, in cache.
+  void allreduce_scaled(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                        double divisor, double factor) override;
   void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
                   DataType dtype) override;
   void broadcast(void* buffer, std::size_t count, DataType dtype, int root) override;
@@ -78,10 +81,12 @@ class ShmBackend : public Backend {
   // Creates (rank 0) or opens the segment; false, on every rank, if some
   // rank could not map it.
   bool map_segment(Controller& controller, const ShmOptions& options);
-  // Reduces `count` elements of `buffer` across ranks; each rank's drain
-  // copies the elements in [keep_begin, keep_end) to out + (i - keep_begin).
+  // Reduces `count` elements of `buffer` across ranks, scaling the result
+  // (scale_in_place's divisor and factor); each rank's drain copies the
+  // elements in [keep_begin, keep_end) to out + (i - keep_begin).
   void reduce_chunks(const char* what, unsigned char* buffer, std::size_t count, DataType dtype,
-                     ReduceOp op, std::size_t keep_begin, std::size_t keep_end, unsigned char* out);
+                     ReduceOp op, std::size_t keep_begin, std::size_t keep_end, unsigned char* out,
+                     double divisor = 1.0, double factor = 1.0);
 
   std::unique_ptr<Backend> inner_;
   int rank_ = 0;

@@ -21,6 +21,7 @@ class MpiController : public Controller {
 
  private:
   std::shared_ptr<MpiContext> context_;
+  bool spin_ = true;  // wait by polling first: every rank of the host has a core
 };
 
 }  // namespace hvd

@@ -9,8 +9,10 @@
 
 namespace hvd {
 
-// Completes `request` (MPI_Test: spin ~50 us, then sleep 10 us doubling to
-// 200 us between tests). `what` names the call in errors.
-void wait_for_request(MPI_Request* request, const char* what);
+// Completes `request`: MPI_Test for 200 us if `spin` (only while every rank
+// of the host has a core), else for 1 ms yielding the core between tests;
+// then it sleeps between tests, 10 us doubling to 200 us. `what` names the
+// call in errors.
+void wait_for_request(MPI_Request* request, const char* what, bool spin);
 
 }  // namespace hvd

@@ -15,6 +15,7 @@
 #include "core/env.h"
 #include "core/logging.h"
 #include "core/reduction.h"
+#include "core/usable_cpus.h"
 
 namespace hvd {
 namespace {
@@ -32,13 +33,6 @@ std::string fresh_segment_name() {
   std::ostringstream name;
   name << "/hvdcpp-" << std::hex << bits;
   return name.str();
-}
-
-int usable_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  return online > 0 ? static_cast<int>(online) : 1;
 }
 
 void check_dtype(DataType dtype) {

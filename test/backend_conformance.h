@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/backend.h"
@@ -34,6 +35,16 @@ constexpr DataType kAllDtypes[] = {DataType::kUInt8,   DataType::kInt8,     Data
                                    DataType::kFloat64, DataType::kBool};
 constexpr ReduceOp kBackendOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
                                     ReduceOp::kProduct};
+
+// gtest names for the suites' parameters: "float32", "float32_sum".
+using DtypeOpParam = std::tuple<DataType, ReduceOp>;
+inline std::string dtype_param_name(const ::testing::TestParamInfo<DataType>& info) {
+  return dtype_name(info.param);
+}
+inline std::string dtype_op_param_name(const ::testing::TestParamInfo<DtypeOpParam>& info) {
+  return std::string(dtype_name(std::get<0>(info.param))) + "_" +
+         reduce_op_name(std::get<1>(info.param));
+}
 
 // ---- Element access through double. Every test value is exactly
 // representable in every dtype, so comparisons are exact.

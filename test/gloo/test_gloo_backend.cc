@@ -334,7 +334,7 @@ TEST(GlooControllerTest, BroadcastFromRoot) {
 
 // ---- Backend: allreduce
 
-using AllreduceParam = std::tuple<DataType, ReduceOp>;
+using AllreduceParam = DtypeOpParam;
 
 class AllreduceTest : public ::testing::TestWithParam<AllreduceParam> {};
 
@@ -360,10 +360,7 @@ TEST_P(AllreduceTest, ReducescatterShares) {
 INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
                          ::testing::Combine(::testing::ValuesIn(kAllDtypes),
                                             ::testing::ValuesIn(kBackendOps)),
-                         [](const ::testing::TestParamInfo<AllreduceParam>& info) {
-                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
-                                  reduce_op_name(std::get<1>(info.param));
-                         });
+                         dtype_op_param_name);
 
 TEST(GlooBackendTest, IntegersWrapAround) {
   GlooBackend backend(g_context);
@@ -407,9 +404,7 @@ TEST_P(BackendDtypeTest, AlltoallvUnevenCounts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest, ::testing::ValuesIn(kAllDtypes),
-                         [](const ::testing::TestParamInfo<DataType>& info) {
-                           return std::string(dtype_name(info.param));
-                         });
+                         dtype_param_name);
 
 TEST(GlooBackendTest, NameAndCapabilities) {
   GlooBackend backend(g_context);

@@ -139,7 +139,7 @@ TEST(ProcessAliveTest, SelfExitedZombieAndReusedPid) {
 
 // ---- Allreduce and reducescatter against the scalar reference
 
-using AllreduceParam = std::tuple<DataType, ReduceOp>;
+using AllreduceParam = DtypeOpParam;
 
 class AllreduceTest : public ::testing::TestWithParam<AllreduceParam> {};
 
@@ -214,10 +214,7 @@ TEST_P(AllreduceTest, ScaledEqualsAllreduceThenScale) {
 INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, AllreduceTest,
                          ::testing::Combine(::testing::ValuesIn(kAllDtypes),
                                             ::testing::ValuesIn(kBackendOps)),
-                         [](const ::testing::TestParamInfo<AllreduceParam>& info) {
-                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
-                                  reduce_op_name(std::get<1>(info.param));
-                         });
+                         dtype_op_param_name);
 
 TEST(ShmBackendTest, IntegersWrapAround) {
   std::int8_t value = 100;
@@ -263,9 +260,7 @@ TEST_P(BackendDtypeTest, AlltoallvUnevenCounts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest, ::testing::ValuesIn(kAllDtypes),
-                         [](const ::testing::TestParamInfo<DataType>& info) {
-                           return std::string(dtype_name(info.param));
-                         });
+                         dtype_param_name);
 
 // Collectives of every kind and size one after the other on one segment:
 // the chunk numbers run on and every slot is reused by another kind.

@@ -16,7 +16,7 @@
 #include "gpu/cuda_check.h"
 
 #if HVD_HAVE_SHM
-#include "backend/shm/hierarchical_backend.h"  // host_layout
+#include "backend/shm/hierarchical_backend.h"  // host_layout, every_rank_can_split_hosts
 #endif
 
 namespace hvd {
@@ -156,19 +156,11 @@ std::unique_ptr<HierarchicalAllreduce> maybe_hierarchical_allreduce(Controller& 
   for (const std::vector<int>& ranks : layout.hosts) per_host.push_back(ranks.size());
   // The same on every rank (the layout is the job's).
   std::string problem = hierarchical_allreduce_problem(per_host);
-  // This rank's own (every rank must agree, or none goes hierarchical).
-  std::string mine = channel->cannot_create_transports();
-  if (per_host[static_cast<std::size_t>(layout.host)] !=
-      static_cast<std::size_t>(topology.local_size)) {
-    mine = "the host key says " + std::to_string(per_host[static_cast<std::size_t>(layout.host)]) +
-           " ranks share this host, the topology says " + std::to_string(topology.local_size);
-  }
-  std::vector<std::uint64_t> able{mine.empty() ? 1u : 0u};
-  controller.bitwise_and(able);
-  if (!mine.empty()) {
-    HVD_LOG(Warning) << "hierarchical allreduce is not possible on this rank: " << mine;
-  }
-  if (problem.empty() && able[0] == 0) problem = "some rank cannot create sub-transports";
+  // Every rank must agree, or none goes hierarchical.
+  const bool able = every_rank_can_split_hosts(layout, controller, *channel,
+                                               "hierarchical allreduce is not possible on this "
+                                               "rank");
+  if (problem.empty() && !able) problem = "some rank cannot create sub-transports";
   if (!problem.empty()) {
     if (topology.rank == 0) {
       HVD_LOG(Warning) << "HOROVODCPP_HIERARCHICAL_ALLREDUCE=1 is ignored: " << problem

@@ -43,6 +43,23 @@ HostLayout host_layout(const std::vector<std::string>& keys, int rank) {
   return layout;
 }
 
+bool every_rank_can_split_hosts(const HostLayout& layout, Controller& controller,
+                                ProcessSetChannel& channel, const char* what) {
+  const int local_size = controller.topology().local_size;
+  const std::size_t on_my_host = layout.hosts[layout.host].size();
+  // Ranks started by hand may have keys that do not match the topology; MPI
+  // may lack thread support.
+  std::string problem = channel.cannot_create_transports();
+  if (on_my_host != static_cast<std::size_t>(local_size)) {
+    problem = "the host key says " + std::to_string(on_my_host) +
+              " ranks share this host, the topology says " + std::to_string(local_size);
+  }
+  std::vector<std::uint64_t> able{problem.empty() ? 1u : 0u};
+  controller.bitwise_and(able);
+  if (!problem.empty()) HVD_LOG(Warning) << what << ": " << problem;
+  return able[0] != 0;
+}
+
 HostStagedBackend::HostStagedBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
                                      const HostLayout& layout)
     : inner_(std::move(inner)),
@@ -153,23 +170,12 @@ std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend, Con
   if (controller.broadcast_from_root(wanted ? "1" : "0") == "0") return backend;
 
   const HostLayout layout = host_layout(channel.host_keys(), topology.rank);
-  const std::size_t on_my_host = layout.hosts[layout.host].size();
   std::size_t largest = 0;
   for (const std::vector<int>& ranks : layout.hosts) largest = std::max(largest, ranks.size());
-  // Every rank must agree to stage, or none does: the hosts' keys may not
-  // match the topology (ranks started by hand), or MPI lacks thread support.
-  std::string problem = channel.cannot_create_transports();
-  if (on_my_host != static_cast<std::size_t>(topology.local_size)) {
-    problem = "the host key says " + std::to_string(on_my_host) +
-              " ranks share this host, the topology says " + std::to_string(topology.local_size);
-  }
-  std::vector<std::uint64_t> able{problem.empty() ? 1u : 0u};
-  controller.bitwise_and(able);
-  if (!problem.empty()) {
-    HVD_LOG(Warning) << "shared memory is not used inside hosts: " << problem << "; using "
-                     << backend->name();
-  }
-  if (able[0] == 0 || layout.hosts.size() < 2 || largest < 2) return backend;
+  // Every rank must agree to stage, or none does.
+  const bool able = every_rank_can_split_hosts(layout, controller, channel,
+                                               "shared memory is not used inside hosts");
+  if (!able || layout.hosts.size() < 2 || largest < 2) return backend;
 
   auto staged = std::make_unique<HostStagedBackend>(std::move(backend), channel, layout);
   if (topology.rank == 0) {

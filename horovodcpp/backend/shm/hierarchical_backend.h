@@ -40,6 +40,13 @@ struct HostLayout {
 };
 HostLayout host_layout(const std::vector<std::string>& keys, int rank);
 
+// Collective over every rank of the job: true on every rank if every rank
+// can build sub-transports over `layout` (its host key agrees with its
+// topology, and `channel` can create transports). A rank that cannot logs
+// why, after `what` ("hierarchical allreduce is not possible").
+bool every_rank_can_split_hosts(const HostLayout& layout, Controller& controller,
+                                ProcessSetChannel& channel, const char* what);
+
 class HostStagedBackend : public Backend {
  public:
   // Collective over every rank of the job (same arguments everywhere):

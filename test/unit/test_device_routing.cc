@@ -457,8 +457,8 @@ class RecordingBackend : public MirrorBackend {
   std::vector<std::vector<float>> received;
 };
 
-// Two ranks; rank 1 has joined. Rank 0 submits a fused group of a float16
-// and (in another group) float32 tensors; rank 1 contributes zeros through
+// Two ranks; rank 1 has joined. Rank 0 submits a fused group of float16
+// tensors, a float32 and a bfloat16 one; rank 1 contributes zeros through
 // the CPU backend without staging anything (it needs no GPU), in the same
 // layout and the same float32 staging as rank 0.
 TEST_F(StagedRoutingTest, JoinedRankContributesHostZerosInTheSameLayout) {
@@ -470,6 +470,7 @@ TEST_F(StagedRoutingTest, JoinedRankContributesHostZerosInTheSameLayout) {
     FakeStaging staging;
     std::vector<float16_t> h1(3, float16_t(2.0f)), h2(2, float16_t(4.0f));
     std::vector<float> f(5, 1.0f);
+    std::vector<bfloat16_t> b(2, bfloat16_t(3.0f));
     JoinCycle cycle;
     auto add = [&](const std::string& name, DataType dtype, void* data, std::int64_t n) {
       Request request;
@@ -483,6 +484,7 @@ TEST_F(StagedRoutingTest, JoinedRankContributesHostZerosInTheSameLayout) {
     add("h1", DataType::kFloat16, h1.data(), 3);
     add("f", DataType::kFloat32, f.data(), 5);
     add("h2", DataType::kFloat16, h2.data(), 2);
+    add("b", DataType::kBFloat16, b.data(), 2);
     CollectiveExecutor executor(backend, topology, nullptr, &staging);
     executor.execute_all(cycle.responses, cycle.queue);
     received = backend.received;
@@ -493,14 +495,15 @@ TEST_F(StagedRoutingTest, JoinedRankContributesHostZerosInTheSameLayout) {
       EXPECT_EQ(float(h1[0]), 2.0f);
       EXPECT_EQ(float(h2[1]), 4.0f);
       EXPECT_EQ(f[4], 1.0f);
+      EXPECT_EQ(float(b[1]), 3.0f);
     }
     return staging.staged_groups;
   };
   std::vector<std::vector<float>> submitted, joined;
-  EXPECT_EQ(run_rank(0, submitted), (std::vector<std::size_t>{2, 1}));
+  EXPECT_EQ(run_rank(0, submitted), (std::vector<std::size_t>{2, 1, 1}));
   EXPECT_TRUE(run_rank(1, joined).empty());
-  EXPECT_EQ(submitted, (std::vector<std::vector<float>>{{2, 2, 2, 4, 4}, {1, 1, 1, 1, 1}}));
-  EXPECT_EQ(joined, (std::vector<std::vector<float>>(2, std::vector<float>(5, 0.0f))));
+  EXPECT_EQ(submitted, (std::vector<std::vector<float>>{{2, 2, 2, 4, 4}, {1, 1, 1, 1, 1}, {3, 3}}));
+  EXPECT_EQ(joined, (std::vector<std::vector<float>>{{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0}}));
 }
 
 // Rank 1 submitted "mine" (rank 0 had joined), then joined before "other":

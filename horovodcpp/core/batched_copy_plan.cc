@@ -34,7 +34,8 @@ std::vector<CopyTask> pack_tasks(const std::vector<std::pair<const void*, std::u
   std::vector<CopyTask> tasks;
   std::uint64_t offset = 0;
   for (const auto& [src, count] : pieces) {
-    tasks.push_back({src, static_cast<unsigned char*>(buffer) + offset * element_size, count});
+    unsigned char* dst = static_cast<unsigned char*>(buffer) + offset * element_size;
+    if (src) tasks.push_back({src, dst, count});
     offset += count;
   }
   return tasks;
@@ -46,7 +47,8 @@ std::vector<CopyTask> unpack_tasks(const void* buffer,
   std::vector<CopyTask> tasks;
   std::uint64_t offset = 0;
   for (const auto& [dst, count] : pieces) {
-    tasks.push_back({static_cast<const unsigned char*>(buffer) + offset * element_size, dst, count});
+    const unsigned char* src = static_cast<const unsigned char*>(buffer) + offset * element_size;
+    if (dst) tasks.push_back({src, dst, count});
     offset += count;
   }
   return tasks;
@@ -63,9 +65,10 @@ GroupPieces group_pieces(const std::vector<const TensorEntry*>& group) {
   GroupPieces pieces;
   for (const TensorEntry* entry : group) {
     const std::uint64_t n = entry->input.num_elements();
-    pieces.inputs.emplace_back(entry->input.data, n);
-    pieces.outputs.emplace_back(entry->output.data, n);
+    pieces.inputs.emplace_back(entry->joined ? nullptr : entry->input.data, n);
+    pieces.outputs.emplace_back(entry->joined ? nullptr : entry->output.data, n);
     pieces.total += n;
+    pieces.zeros = pieces.zeros || entry->joined;
   }
   return pieces;
 }

@@ -46,6 +46,7 @@ std::vector<CopyLaunch> plan_batched_copies(const std::vector<CopyTask>& tasks,
 
 // Copies of `pieces` (pointer, elements) packed back to back into `buffer`
 // (pack) or from it (unpack): offset of piece i = sum of the earlier sizes.
+// A null pointer keeps its place in the buffer but is not copied.
 std::vector<CopyTask> pack_tasks(const std::vector<std::pair<const void*, std::uint64_t>>& pieces,
                                  void* buffer, std::size_t element_size);
 std::vector<CopyTask> unpack_tasks(const void* buffer,
@@ -53,11 +54,15 @@ std::vector<CopyTask> unpack_tasks(const void* buffer,
                                    std::size_t element_size);
 
 // A fused group's inputs and outputs as pieces (pointer, elements) for
-// pack_tasks / unpack_tasks, and the elements of all of them.
+// pack_tasks / unpack_tasks, and the elements of all of them. A joined
+// rank's zeros (TensorEntry::joined, in host memory) are null pieces: the
+// caller zeroes the buffer before packing (`zeros`) and nothing reads
+// their result.
 struct GroupPieces {
   std::vector<std::pair<const void*, std::uint64_t>> inputs;
   std::vector<std::pair<void*, std::uint64_t>> outputs;
   std::uint64_t total = 0;
+  bool zeros = false;
 };
 GroupPieces group_pieces(const std::vector<const TensorEntry*>& group);
 

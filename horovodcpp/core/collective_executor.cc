@@ -28,6 +28,16 @@ std::int64_t row_elements(const std::vector<std::int64_t>& shape) {
   return n;
 }
 
+// Allreduces of equal keys may share the fusion buffer. Only what every rank
+// sees alike goes in: the device type, not its index (ranks may use
+// different GPUs, and a joined rank's zeros carry the template's device).
+std::string fusion_key(const Request& r, const Response& response) {
+  std::ostringstream key;
+  key << int(r.dtype) << '/' << int(r.reduce_op) << '/' << r.prescale_factor << '/'
+      << r.postscale_factor << '/' << int(r.device.type) << '/' << response.joined_ranks.size();
+  return key.str();
+}
+
 }  // namespace
 
 CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topology,
@@ -68,10 +78,7 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& respons
     FusionCandidate c;
     c.fusable = response.op_type == OpType::kAllreduce && response.error_kind == ErrorKind::kNone;
     if (c.fusable) {
-      std::ostringstream key;
-      key << int(r.dtype) << '/' << int(r.reduce_op) << '/' << r.prescale_factor << '/'
-          << r.postscale_factor << '/' << r.device.str() << '/' << response.joined_ranks.size();
-      c.key = key.str();
+      c.key = fusion_key(r, response);
       const bool staged = stages_in_float32(r.dtype, r.reduce_op == ReduceOp::kAverage
                                                          ? ReduceOp::kSum
                                                          : r.reduce_op);
@@ -107,8 +114,10 @@ int CollectiveExecutor::contributors(const Response& response) const {
   return topology_.size - static_cast<int>(response.joined_ranks.size());
 }
 
-// A joined rank's part in an allreduce: zeros of the agreed dtype and shape,
-// with a Work nobody waits for.
+// A joined rank's part in an allreduce: zeros of the agreed dtype and shape
+// in host memory, with a Work nobody waits for. CUDA tensors' device
+// operations take them as they are (staged) or zero device memory of their
+// own (NCCL), on this rank's GPU.
 TensorEntry CollectiveExecutor::zeros_for(const Request& agreed) {
   Tensor zeros(agreed.dtype, agreed.shape);
   zero_tensors_.push_back(zeros);
@@ -117,6 +126,7 @@ TensorEntry CollectiveExecutor::zeros_for(const Request& agreed) {
   entry.input = zeros.view();
   entry.output = entry.input;
   entry.work = std::make_shared<detail::WorkState>();
+  entry.joined = true;
   return entry;
 }
 
@@ -177,9 +187,6 @@ void CollectiveExecutor::check_device_group(const Response& response,
             op_type_name(response.op_type)
                 << " of tensor '" << response.name << "': tensors on " << first.request.device.str()
                 << " need a build with CUDA (this one has none)");
-  HVD_CHECK(response.joined_ranks.empty(), InvalidArgument,
-            op_type_name(response.op_type) << " of tensor '" << response.name
-                                           << "': join() with CUDA tensors is not supported yet");
 }
 
 void CollectiveExecutor::run_on_device(const Response& response,
@@ -203,16 +210,24 @@ void CollectiveExecutor::run_on_device(const Response& response,
 
 // The CPU paths run unchanged on host copies of the entries: fusion,
 // scaling, Average and float16/bfloat16 in float32 behave as for CPU tensors.
+// A joined rank's zeros are host memory already: they are not staged, so a
+// joined rank needs no GPU, and its layout is that of the other ranks.
 void CollectiveExecutor::run_staged(HostStaging& staging, const Response& response,
                                     const std::vector<const TensorEntry*>& group) {
-  const std::vector<TensorView> staged = staging.stage_in(group);
+  std::vector<const TensorEntry*> submitted;
+  for (const TensorEntry* entry : group) {
+    if (!entry->joined) submitted.push_back(entry);
+  }
+  const std::vector<TensorView> staged =
+      submitted.empty() ? std::vector<TensorView>() : staging.stage_in(submitted);
   std::vector<TensorEntry> host(group.size());
   std::vector<const TensorEntry*> members;
-  for (std::size_t i = 0; i < group.size(); ++i) {
+  for (std::size_t i = 0, s = 0; i < group.size(); ++i) {
     host[i].request = group[i]->request;
     host[i].request.device = Device::cpu();
-    host[i].input = staged[i];
-    host[i].output = staged[i];  // reduced in place, then copied to the device output
+    // Submitted: reduced in place, then copied to the device output.
+    host[i].input = group[i]->joined ? group[i]->input : staged[s++];
+    host[i].output = host[i].input;
     host[i].work = group[i]->work;
     members.push_back(&host[i]);
   }
@@ -220,7 +235,8 @@ void CollectiveExecutor::run_staged(HostStaging& staging, const Response& respon
   switch (response.op_type) {
     case OpType::kAllreduce:
       allreduce(members, contributors(response));
-      return staging.finish_in_place(group, staged);
+      if (submitted.empty()) return;  // nobody waits for a joined rank's zeros
+      return staging.finish_in_place(submitted, staged);
     case OpType::kBroadcast:
       backend_.broadcast(first.input.data, first.input.num_elements(), first.input.dtype,
                          first.request.root_rank);

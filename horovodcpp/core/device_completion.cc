@@ -12,8 +12,9 @@ void complete_when_done(GpuEvents& events, CompletionPoller& poller, int device,
   std::vector<std::shared_ptr<detail::WorkState>> works;
   try {
     for (const TensorEntry* entry : group) {
-      // The caller's next kernel on its stream runs after the result is in.
-      events.stream_wait(device, entry->input.stream, done);
+      // The caller's next kernel on its stream runs after the result is in
+      // (a joined rank's zeros have no caller).
+      if (!entry->joined) events.stream_wait(device, entry->input.stream, done);
       works.push_back(entry->work);
     }
   } catch (...) {

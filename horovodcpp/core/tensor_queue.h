@@ -29,6 +29,10 @@ struct TensorEntry {
   // CUDA tensors: the event marking the input ready on input.stream
   // (DeviceOperations::record_ready); null otherwise.
   std::shared_ptr<void> ready_event;
+  // A joined rank's zeros (CollectiveExecutor::zeros_for): `input` is host
+  // memory whatever request.device says (another rank's), and no caller
+  // waits for the Work.
+  bool joined = false;
   // When the user submitted it (the timeline's QUEUE phase).
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };

@@ -1,11 +1,12 @@
 // Every collective on CUDA tensors through hvd::init: allreduce with every
 // op and float16/bfloat16/int64 (and int16, staged only), fused groups
 // with scale factors, broadcast, allgather with per-rank sizes, alltoall
-// with splits, reducescatter; results the library allocates are on the
-// tensor's GPU. Inputs are written on the caller's stream behind a long
-// queue of other work, so results are only right if the collective waited
-// for the tensor's ready event. Built twice: gpu_collective_tests (NCCL, one
-// GPU per rank) and gpu_staged_tests (HVD_TEST_GPU_OPERATIONS=gloo unless
+// with splits, reducescatter, allreduces with joined ranks (2+ ranks);
+// results the library allocates are on the tensor's GPU. Inputs are
+// written on the caller's stream behind a long queue of other work, so
+// results are only right if the collective waited for the tensor's ready
+// event. Built twice: gpu_collective_tests (NCCL, one GPU per rank) and
+// gpu_staged_tests (HVD_TEST_GPU_OPERATIONS=gloo unless
 // HOROVODCPP_GPU_OPERATIONS is set: staged through pinned host memory,
 // run under hvdrun with 1 to 4 ranks that may all share one GPU).
 #include <gtest/gtest.h>
@@ -284,6 +285,68 @@ TEST_F(EveryCollectiveTest, ReducescatterAverageAndFloat16) {
   EXPECT_EQ(w.output().shape()[0], rows / size + (rank < rows % size ? 1 : 0));
   EXPECT_FLOAT_EQ(got[0], first + (size - 1) / 2.0f);
   EXPECT_EQ(float(read_output<float16_t>(wh)[0]), float(first * size));
+}
+
+// join(): rank r has 1 + r steps, then joins; at step s the ranks r >= s
+// submit. The joined ranks take part with zeros (on the device for NCCL,
+// from host memory when staged): Average divides by the ranks that
+// submitted, fused groups (and float16) come out right, and join() returns
+// the last rank on every rank.
+TEST_F(EveryCollectiveTest, AllreduceWithJoinedRanks) {
+  const int size = hvd::size(), rank = hvd::rank();
+  if (size < 2) GTEST_SKIP() << "join needs a joined rank and a submitting one (2+ ranks)";
+  const std::vector<std::int64_t> sizes = {7, 65537, 3};
+  for (int step = 0; step < 1 + rank; ++step) {
+    float value_sum = 0;
+    int active = 0;
+    for (int r = step; r < size; ++r) {
+      value_sum += float(r + 1);
+      ++active;
+    }
+    auto avg = on_stream(std::vector<float>(1001, float(rank + 1)));
+    auto half = on_stream(std::vector<float16_t>(1000, float16_t(float(rank + 1))));
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> buffers;
+    std::vector<TensorView> views;
+    for (std::size_t t = 0; t < sizes.size(); ++t) {
+      buffers.push_back(on_stream(std::vector<float>(std::size_t(sizes[t]), float(rank + t))));
+      views.push_back(view_of(buffers.back()->get(), {sizes[t]}));
+    }
+    const std::string tag = "every.join." + std::to_string(step);
+    Work wa = allreduce_async(view_of(avg->get(), {1001}), tag + ".avg", ReduceOp::kAverage);
+    Work wh = allreduce_async(view_of(half->get(), {1000}), tag + ".f16", ReduceOp::kSum);
+    std::vector<Work> group = grouped_allreduce_async(views, tag + ".group", ReduceOp::kSum);
+    wa.wait();
+    wh.wait();
+    for (Work& w : group) w.wait();
+    EXPECT_FLOAT_EQ(read(avg->get(), 1001)[1000], value_sum / active) << "step " << step;
+    EXPECT_EQ(float(read(half->get(), 1000)[999]), value_sum) << "step " << step;
+    for (std::size_t t = 0; t < sizes.size(); ++t) {
+      const std::vector<float> got = read(buffers[t]->get(), std::size_t(sizes[t]));
+      // Sum over the submitting ranks r of (r + t).
+      const float want = value_sum - active + float(active * t);
+      EXPECT_EQ(got.front(), want) << "step " << step << " tensor " << t;
+      EXPECT_EQ(got.back(), want) << "step " << step << " tensor " << t;
+    }
+  }
+  EXPECT_EQ(hvd::join(), size - 1);
+  // Every rank is back: the next allreduce counts them all.
+  auto all = on_stream(std::vector<float>(5, 1.0f));
+  allreduce_async(view_of(all->get(), {5}), "every.join.after", ReduceOp::kSum).wait();
+  EXPECT_EQ(read(all->get(), 5)[4], float(size));
+}
+
+// As for CPU tensors: collectives that cannot take a joined rank's zeros
+// fail on every rank still submitting.
+TEST_F(EveryCollectiveTest, JoinRefusesBroadcastAndMax) {
+  if (hvd::size() < 2) GTEST_SKIP() << "join needs a joined rank and a submitting one (2+ ranks)";
+  if (hvd::rank() != 0) {
+    auto d = on_stream(std::vector<float>(8, 1.0f));
+    EXPECT_THROW(broadcast_async(view_of(d->get(), {8}), 1, "every.join.bcast").wait(),
+                 InvalidArgument);
+    EXPECT_THROW(allreduce_async(view_of(d->get(), {8}), "every.join.max", ReduceOp::kMax).wait(),
+                 InvalidArgument);
+  }
+  hvd::join();
 }
 
 }  // namespace

@@ -151,3 +151,44 @@ def check_sync_batch_norm(device="cpu"):
     sync.eval()
     local.eval()
     torch.testing.assert_close(sync(make(0).to(device)).cpu(), local(make(0)))
+
+
+def check_join_with_uneven_batches(device="cpu"):
+    """DistributedOptimizer on a model on `device` where rank r trains on
+    2 + r batches, then joins. While some ranks have joined, the others'
+    gradients are averaged over the ranks still training, so the last
+    rank's model is the one a single process gets by training, at each
+    step, on the batches of the ranks still training. Its parameters are
+    then broadcast to every rank."""
+    # GPU kernels round differently from the CPU reference.
+    tolerance = dict(atol=1e-5, rtol=1e-5) if torch.device(device).type == "cpu" else dict(
+        atol=1e-4, rtol=1e-4)
+    n, me = hvd.size(), hvd.rank()
+    steps = [2 + r for r in range(n)]
+    model, reference = make_model().to(device), make_model()
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                                         named_parameters=model.named_parameters())
+    local = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    loss_fn = torch.nn.MSELoss()
+    for step in range(steps[me]):
+        optimizer.zero_grad()
+        x, y = batch(step, me)
+        loss_fn(model(x.to(device)), y.to(device)).backward()
+        optimizer.step()
+    last = hvd.join()
+    assert last == n - 1
+
+    for step in range(max(steps)):
+        local.zero_grad()
+        x, y = batch_of([r for r in range(n) if step < steps[r]], step)
+        loss_fn(reference(x), y).backward()
+        local.step()
+    if me == last:
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            torch.testing.assert_close(p.detach().cpu(), q.detach(), msg=name, **tolerance)
+
+    hvd.broadcast_parameters(model.state_dict(), root_rank=last)
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), msg=name, **tolerance)
+        gathered = hvd.allgather(p.detach().cpu().unsqueeze(0), name="join.same." + name)
+        assert all(torch.equal(g, p.detach().cpu()) for g in gathered), name

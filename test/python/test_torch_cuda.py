@@ -1,7 +1,8 @@
 """CUDA tensors through horovodcpp.torch: every op on the GPU (NCCL, or
 staged through host memory onto Gloo/MPI with HOROVODCPP_GPU_OPERATIONS),
 stream ordering with torch.cuda.current_stream(), results on the tensor's
-GPU, and DistributedOptimizer on a CUDA model. Skipped (with the reason)
+GPU, DistributedOptimizer on a CUDA model, and join() (the joined ranks
+contribute zeros to the CUDA allreduces of the others). Skipped (with the reason)
 without a CUDA device or a build with CUDA; scripts/gpu_tests.sh runs it
 on a GPU machine."""
 import os
@@ -10,8 +11,9 @@ import pytest
 import torch
 
 import horovodcpp.torch as hvd
-from reference import (DTYPES, OPS, assert_equal, batch, batch_of, check_sync_batch_norm,
-                       every_rank, make_model, rank_tensor, reduce_reference, reducescatter_rows)
+from reference import (DTYPES, OPS, assert_equal, batch, batch_of, check_join_with_uneven_batches,
+                       check_sync_batch_norm, every_rank, make_model, rank_tensor,
+                       reduce_reference, reducescatter_rows)
 
 # scripts/gpu_tests.sh sets this: there, skipping would hide a failure.
 if os.environ.get("HOROVODCPP_TEST_REQUIRE_GPU") and not (torch.cuda.is_available()
@@ -151,3 +153,24 @@ def test_sync_batch_norm_on_cuda():
     """Its statistics cross ranks by a CUDA allgather (at one rank it is
     plain BatchNorm)."""
     check_sync_batch_norm(device())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_join_allreduces_over_the_ranks_still_submitting(dtype):
+    # Rank r has r + 1 steps: at step s the ranks r >= s submit; Average
+    # divides by them, the joined ranks add zeros.
+    n, me = hvd.size(), hvd.rank()
+    for step in range(me + 1):
+        active = [rank_tensor(r, [4, 3], dtype, seed=step) for r in range(n) if r >= step]
+        tensor = on_gpu(rank_tensor(me, [4, 3], dtype, seed=step))
+        tag = "cuda.join.{}.{}".format(dtype, step)
+        average = hvd.allreduce(tensor, name=tag + ".avg")
+        summed = hvd.allreduce(tensor, name=tag + ".sum", op=hvd.Sum)
+        assert average.device == tensor.device
+        assert_equal(average.cpu(), reduce_reference(active, hvd.Average, dtype), dtype)
+        assert_equal(summed.cpu(), reduce_reference(active, hvd.Sum, dtype), dtype)
+    assert hvd.join(device=device().index) == n - 1
+
+
+def test_join_with_distributed_optimizer_on_a_cuda_model():
+    check_join_with_uneven_batches(device())

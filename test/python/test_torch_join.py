@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import horovodcpp.torch as hvd
-from reference import batch, batch_of, make_model, rank_tensor
+from reference import check_join_with_uneven_batches, rank_tensor
 
 
 def test_join_returns_the_last_rank():
@@ -48,37 +48,4 @@ def test_other_collectives_fail_after_a_rank_joined():
 
 
 def test_distributed_optimizer_with_uneven_batches():
-    # Rank r trains on 2 + r batches, then joins. While some ranks have
-    # joined, the others' gradients are averaged over the ranks still
-    # training, so the last rank's model is the one a single process gets by
-    # training, at each step, on the batches of the ranks still training.
-    # Its parameters are then broadcast to every rank.
-    n, me = hvd.size(), hvd.rank()
-    steps = [2 + r for r in range(n)]
-    model, reference = make_model(), make_model()
-    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
-                                         named_parameters=model.named_parameters())
-    local = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
-    loss_fn = torch.nn.MSELoss()
-    for step in range(steps[me]):
-        optimizer.zero_grad()
-        x, y = batch(step, me)
-        loss_fn(model(x), y).backward()
-        optimizer.step()
-    last = hvd.join()
-    assert last == n - 1
-
-    for step in range(max(steps)):
-        local.zero_grad()
-        x, y = batch_of([r for r in range(n) if step < steps[r]], step)
-        loss_fn(reference(x), y).backward()
-        local.step()
-    if me == last:
-        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
-            torch.testing.assert_close(p.detach(), q.detach(), atol=1e-5, rtol=1e-5, msg=name)
-
-    hvd.broadcast_parameters(model.state_dict(), root_rank=last)
-    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
-        torch.testing.assert_close(p.detach(), q.detach(), atol=1e-5, rtol=1e-5, msg=name)
-        gathered = hvd.allgather(p.detach().unsqueeze(0), name="join.same." + name)
-        assert all(torch.equal(g, p.detach()) for g in gathered), name
+    check_join_with_uneven_batches()

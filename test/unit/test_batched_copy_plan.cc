@@ -54,6 +54,34 @@ TEST(BatchedCopyPlan, PackThenUnpackRoundTripsWithScaling) {
   EXPECT_EQ(out_b, b);
 }
 
+// A joined rank's zeros keep their place in the fused buffer (the caller
+// zeroes it) but are neither packed nor unpacked.
+TEST(BatchedCopyPlan, JoinedZerosAreNullPiecesThatKeepTheirPlace) {
+  std::vector<float> a = {1, 2}, zeros(3), b = {4}, buffer(6, 0.0f);
+  std::vector<TensorEntry> entries(3);
+  entries[0].input = entries[0].output = TensorView(a.data(), DataType::kFloat32, {2});
+  entries[1].input = entries[1].output = TensorView(zeros.data(), DataType::kFloat32, {3});
+  entries[1].joined = true;
+  entries[2].input = entries[2].output = TensorView(b.data(), DataType::kFloat32, {1});
+  const GroupPieces pieces = group_pieces({&entries[0], &entries[1], &entries[2]});
+  EXPECT_TRUE(pieces.zeros);
+  EXPECT_EQ(pieces.total, 6u);
+  EXPECT_EQ(pieces.inputs[1].first, nullptr);
+  EXPECT_FALSE(group_pieces({&entries[0], &entries[2]}).zeros);
+
+  const std::vector<CopyTask> pack = pack_tasks(pieces.inputs, buffer.data(), sizeof(float));
+  ASSERT_EQ(pack.size(), 2u);
+  EXPECT_EQ(pack[1].dst, &buffer[5]);
+  for (const CopyLaunch& l : plan_batched_copies(pack, sizeof(float))) {
+    run_copy_launch_on_host(l, DataType::kFloat32, CopyScale{});
+  }
+  EXPECT_EQ(buffer, (std::vector<float>{1, 2, 0, 0, 0, 4}));
+  const std::vector<CopyTask> unpack = unpack_tasks(buffer.data(), pieces.outputs, sizeof(float));
+  ASSERT_EQ(unpack.size(), 2u);
+  EXPECT_EQ(unpack[1].src, &buffer[5]);
+  EXPECT_EQ(unpack[1].dst, b.data());
+}
+
 TEST(BatchedCopyPlan, LaunchFitsTheKernelParameterLimit) {
   EXPECT_LE(sizeof(CopyLaunch), 4096u);
 }

@@ -152,19 +152,27 @@ TEST(CompletionPoller, CallbackMayWatchAnotherEvent) {
   EXPECT_TRUE(eventually([&] { return second_done.load(); }));
 }
 
-// complete_when_done: every caller's stream waits for the one completion
-// event; the Works complete with the result once it is done.
-TEST(DeviceCompletion, CallersStreamsWaitAndWorksCompleteWithTheResult) {
+// complete_when_done for the tensors of two callers, each on a stream of
+// its own; the collective ran on `queue`.
+class DeviceCompletionTest : public ::testing::Test {
+ protected:
+  DeviceCompletionTest() {
+    entries[0].input.stream = &stream_a;
+    entries[1].input.stream = &stream_b;
+    for (TensorEntry& e : entries) e.work = std::make_shared<detail::WorkState>();
+  }
   FakeEvents events;
-  CompletionPoller poller(events);
+  CompletionPoller poller{events};
   int stream_a = 0, stream_b = 0, queue = 0;
-  std::vector<TensorEntry> entries(2);
-  entries[0].input.stream = &stream_a;
-  entries[1].input.stream = &stream_b;
-  for (TensorEntry& e : entries) e.work = std::make_shared<detail::WorkState>();
+  std::vector<TensorEntry> entries = std::vector<TensorEntry>(2);
+  const GpuEvents::Event done = reinterpret_cast<GpuEvents::Event>(1);  // the first recorded
+};
+
+// Every caller's stream waits for the one completion event; the Works
+// complete with the result once it is done.
+TEST_F(DeviceCompletionTest, CallersStreamsWaitAndWorksCompleteWithTheResult) {
   Tensor result(DataType::kFloat32, {3});
   complete_when_done(events, poller, 0, &queue, {&entries[0], &entries[1]}, result, {1, 2});
-  const GpuEvents::Event done = reinterpret_cast<GpuEvents::Event>(1);
   EXPECT_TRUE(events.waits(&stream_a, done));
   EXPECT_TRUE(events.waits(&stream_b, done));
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -174,6 +182,17 @@ TEST(DeviceCompletion, CallersStreamsWaitAndWorksCompleteWithTheResult) {
   EXPECT_EQ(entries[0].work->output().data(), result.data());
   EXPECT_EQ(entries[1].work->received_splits(), (std::vector<std::int64_t>{1, 2}));
   EXPECT_TRUE(eventually([&] { return events.released() == 1; }));
+}
+
+// A joined rank's zeros have no caller: no stream waits for them, and the
+// submitted tensors of the group complete as usual.
+TEST_F(DeviceCompletionTest, JoinedZerosAddNoStreamWait) {
+  entries[1].joined = true;
+  complete_when_done(events, poller, 0, &queue, {&entries[0], &entries[1]});
+  EXPECT_TRUE(events.waits(&stream_a, done));
+  EXPECT_FALSE(events.waits(&stream_b, done));
+  events.complete(done);
+  EXPECT_TRUE(eventually([&] { return entries[0].work->done(); }));
 }
 
 TEST(DeviceCompletion, FailedStreamWaitReleasesTheEventAndThrows) {

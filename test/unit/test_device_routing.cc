@@ -4,8 +4,11 @@
 // the Work with a clear error, CPU tensors stay on the backend. Staged
 // device operations (MPI/Gloo): every collective runs on the CPU backend
 // over the staging's host copies, whose results go back to the outputs.
+// join(): a joined rank's zeros group as the other ranks' tensors do and
+// reach the device (or the CPU backend, unstaged) like them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -40,7 +43,7 @@ class FakeDevice : public DeviceOperations {
     if (fail) throw BackendError("device refused");
     std::vector<std::string> names;
     for (const TensorEntry* e : group) {
-      names.push_back(e->request.name);
+      names.push_back(e->request.name + (e->joined ? " (zeros)" : ""));
       e->work->complete();
     }
     allreduces.push_back(names);
@@ -69,6 +72,34 @@ Response enqueue(TensorQueue& queue, std::vector<std::shared_ptr<detail::WorkSta
   queue.push(std::move(entry));
   return response;
 }
+
+// One rank's cycle after some ranks joined: this rank's tensors queued, and
+// the responses whose template (the lowest submitter's request) is on
+// another rank's GPU.
+struct JoinCycle {
+  // `data` null: this rank had joined instead of submitting `request`.
+  void add(const Request& request, void* data, std::int32_t joined, Device template_device) {
+    if (data) {
+      TensorEntry entry;
+      entry.request = request;
+      entry.input = TensorView(data, request.dtype, request.shape, request.device);
+      entry.output = entry.input;
+      enqueue(queue, works, std::move(entry));
+    }
+    Response response;
+    response.name = request.name;
+    response.joined_ranks = {joined};
+    response.joined_template = request;
+    response.joined_template.device = template_device;
+    responses.push_back(response);
+  }
+  void expect_done() const {
+    for (const auto& work : works) EXPECT_TRUE(work->done() && !work->error());
+  }
+  TensorQueue queue;
+  std::vector<std::shared_ptr<detail::WorkState>> works;
+  std::vector<Response> responses;
+};
 
 // A device-side backend with every collective (NCCL): records the plans of
 // those whose result it allocates.
@@ -191,6 +222,40 @@ TEST_F(DeviceRoutingTest, WithoutDeviceOperationsCudaTensorsAreRefused) {
   EXPECT_NE(error_of(0).find("tensors on cuda:1 need a build with CUDA"), std::string::npos)
       << error_of(0);
   EXPECT_EQ(backend_.calls, 0);
+}
+
+// Three ranks, one GPU each. Rank 1 submitted "b" (on cuda:1), then joined
+// before "a", which ranks 0 and 2 submitted; rank 0 joined before "b". Each
+// response's template is its lowest submitter's request, so rank 1's zeros
+// for "a" say cuda:0. Every rank must fuse "a" and "b" alike.
+TEST_F(DeviceRoutingTest, JoinedZerosFuseAsTheOtherRanksTensors) {
+  auto run_rank = [](int rank, std::vector<std::string> submitted) {
+    Topology topology;
+    topology.size = 3;
+    topology.rank = rank;
+    FakeBackend backend;
+    FakeDevice device;
+    std::vector<float> data(4);
+    JoinCycle cycle;
+    for (const std::string name : {"a", "b"}) {
+      Request request;
+      request.name = name;
+      request.shape = {4};
+      request.device = Device::cuda(rank);
+      const bool mine = std::find(submitted.begin(), submitted.end(), name) != submitted.end();
+      const bool a = name == "a";
+      cycle.add(request, mine ? data.data() : nullptr, a ? 1 : 0, Device::cuda(a ? 0 : 1));
+    }
+    CollectiveExecutor executor(backend, topology, nullptr, &device);
+    executor.execute_all(cycle.responses, cycle.queue);
+    cycle.expect_done();
+    EXPECT_EQ(device.last_contributors, 2);
+    return device.allreduces;
+  };
+  using Groups = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(run_rank(0, {"a"}), (Groups{{"a", "b (zeros)"}}));
+  EXPECT_EQ(run_rank(1, {"b"}), (Groups{{"a (zeros)", "b"}}));
+  EXPECT_EQ(run_rank(2, {"a", "b"}), (Groups{{"a", "b"}}));
 }
 
 TEST_F(DeviceRoutingTest, DeviceFailureFailsEveryMember) {
@@ -379,6 +444,89 @@ TEST_F(StagedRoutingTest, EveryOtherCollectiveIsStagedToo) {
   ASSERT_EQ(share.shape(), (std::vector<std::int64_t>{2}));
   EXPECT_EQ(share.data_as<float>()[1], 12.0f);
   EXPECT_EQ(rs, (std::vector<float>{5, 6, 7, 8}));  // the input is not clobbered
+}
+
+// Records what each allreduce is given (the buffer is not changed).
+class RecordingBackend : public MirrorBackend {
+ public:
+  void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp) override {
+    ASSERT_EQ(dtype, DataType::kFloat32);
+    const float* values = static_cast<const float*>(buffer);
+    received.emplace_back(values, values + count);
+  }
+  std::vector<std::vector<float>> received;
+};
+
+// Two ranks; rank 1 has joined. Rank 0 submits a fused group of float16
+// tensors, a float32 and a bfloat16 one; rank 1 contributes zeros through
+// the CPU backend without staging anything (it needs no GPU), in the same
+// layout and the same float32 staging as rank 0.
+TEST_F(StagedRoutingTest, JoinedRankContributesHostZerosInTheSameLayout) {
+  auto run_rank = [](int rank, std::vector<std::vector<float>>& received) {
+    Topology topology;
+    topology.size = 2;
+    topology.rank = rank;
+    RecordingBackend backend;
+    FakeStaging staging;
+    std::vector<float16_t> h1(3, float16_t(2.0f)), h2(2, float16_t(4.0f));
+    std::vector<float> f(5, 1.0f);
+    std::vector<bfloat16_t> b(2, bfloat16_t(3.0f));
+    JoinCycle cycle;
+    auto add = [&](const std::string& name, DataType dtype, void* data, std::int64_t n) {
+      Request request;
+      request.name = name;
+      request.dtype = dtype;
+      request.reduce_op = ReduceOp::kAverage;
+      request.shape = {n};
+      request.device = Device::cuda(rank);
+      cycle.add(request, rank == 0 ? data : nullptr, 1, Device::cuda(0));
+    };
+    add("h1", DataType::kFloat16, h1.data(), 3);
+    add("f", DataType::kFloat32, f.data(), 5);
+    add("h2", DataType::kFloat16, h2.data(), 2);
+    add("b", DataType::kBFloat16, b.data(), 2);
+    CollectiveExecutor executor(backend, topology, nullptr, &staging);
+    executor.execute_all(cycle.responses, cycle.queue);
+    received = backend.received;
+    cycle.expect_done();
+    if (rank == 0) {
+      // Only rank 0 contributed (the backend added nothing): Average
+      // divides by the one contributor.
+      EXPECT_EQ(float(h1[0]), 2.0f);
+      EXPECT_EQ(float(h2[1]), 4.0f);
+      EXPECT_EQ(f[4], 1.0f);
+      EXPECT_EQ(float(b[1]), 3.0f);
+    }
+    return staging.staged_groups;
+  };
+  std::vector<std::vector<float>> submitted, joined;
+  EXPECT_EQ(run_rank(0, submitted), (std::vector<std::size_t>{2, 1, 1}));
+  EXPECT_TRUE(run_rank(1, joined).empty());
+  EXPECT_EQ(submitted, (std::vector<std::vector<float>>{{2, 2, 2, 4, 4}, {1, 1, 1, 1, 1}, {3, 3}}));
+  EXPECT_EQ(joined, (std::vector<std::vector<float>>{{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0}}));
+}
+
+// Rank 1 submitted "mine" (rank 0 had joined), then joined before "other":
+// both fuse, and only "mine" is staged; one backend call reduces both.
+TEST_F(StagedRoutingTest, MixedGroupStagesOnlyTheSubmittedTensor) {
+  topology_.rank = 1;
+  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_);
+  std::vector<float> mine{1, 2};
+  Response submitted = submit("mine", OpType::kAllreduce, mine, mine);
+  submitted.joined_ranks = {0};
+  Request other;
+  other.name = "other";
+  other.shape = {3};
+  other.device = Device::cuda(1);
+  Response joined;
+  joined.name = "other";
+  joined.joined_ranks = {1};
+  joined.joined_template = other;
+  executor.execute_all({joined, submitted}, queue_);
+  expect_ok();
+  EXPECT_EQ(staging_.staged_groups, std::vector<std::size_t>{1});
+  EXPECT_EQ(backend_.calls, std::vector<std::string>{"allreduce 5"});
+  EXPECT_EQ(mine, (std::vector<float>{2, 4}));  // the mirror doubles
 }
 
 TEST_F(StagedRoutingTest, StagingFailureFailsTheWorks) {

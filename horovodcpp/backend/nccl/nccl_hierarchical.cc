@@ -94,7 +94,8 @@ void HierarchicalAllreduce::run(GpuEvents& events, const std::vector<const Tenso
   const std::size_t shard_bytes = plan.shard * element;
 
   // 1. After each tensor's producer: pack (prescaled) into the padded
-  //    scratch buffer; the padding is zeroed (reduced, never read back).
+  //    scratch buffer. Zeroed first: the padding (reduced, never read back)
+  //    and, on a joined rank, the whole buffer (packing skips its zeros).
   for (const TensorEntry* entry : group) {
     if (entry->ready_event) events.stream_wait(device_, stream, entry->ready_event.get());
   }
@@ -102,11 +103,12 @@ void HierarchicalAllreduce::run(GpuEvents& events, const std::vector<const Tenso
   const std::size_t bytes = plan.padded * element;
   auto* buffer = static_cast<unsigned char*>(
       scratch_.reserve(grown_capacity(scratch_.capacity(), bytes), stream));
-  launch_batched_copies(pack_tasks(pieces.inputs, buffer, element), dtype, prescale, stream);
-  if (plan.padded > total) {
-    HVD_CUDA_CHECK(
-        cudaMemsetAsync(buffer + total * element, 0, (plan.padded - total) * element, stream));
+  const std::size_t zero_from = pieces.zeros ? 0 : total;
+  if (plan.padded > zero_from) {
+    HVD_CUDA_CHECK(cudaMemsetAsync(buffer + zero_from * element, 0,
+                                   (plan.padded - zero_from) * element, stream));
   }
+  launch_batched_copies(pack_tasks(pieces.inputs, buffer, element), dtype, prescale, stream);
 
   // 2. Reduce-scatter inside the host, in place: this rank's shard lands at
   //    its offset (NCCL's in-place layout).

@@ -86,8 +86,20 @@ void NcclOperations::ensure(int device) {
       });
 }
 
+int NcclOperations::device_for(const std::vector<const TensorEntry*>& group) const {
+  for (const TensorEntry* entry : group) {
+    if (!entry->joined) return entry->request.device.index;
+  }
+  if (device_ >= 0) return device_;
+  const int count = cuda_device_count();
+  HVD_CHECK(count > 0, BackendError,
+            "a joined rank takes part in an allreduce of CUDA tensors, but this rank sees no "
+            "CUDA device");
+  return controller_.topology().local_rank % count;
+}
+
 void NcclOperations::wait_ready(const std::vector<const TensorEntry*>& group) {
-  ensure(group.front()->request.device.index);
+  ensure(device_for(group));
   HVD_CUDA_CHECK(cudaSetDevice(device_));
   if (!communicator_) {
     communicator_ =
@@ -112,7 +124,7 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
   const CopyScale prescale{1.0, request.prescale_factor};
   const CopyScale postscale{average ? double(contributors) : 1.0, request.postscale_factor};
   if (hierarchical_) {
-    ensure(request.device.index);
+    ensure(device_for(group));
     HVD_CUDA_CHECK(cudaSetDevice(device_));
     if (!hierarchical_->has_communicator()) watched_->add(hierarchical_->communicator(device_));
     if (communicator_) order_after(hierarchical_->stream(), communicator_->stream());
@@ -122,7 +134,8 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
   }
   wait_ready(group);
   cudaStream_t stream = communicator_->stream();
-  if (group.size() == 1) {
+  const GroupPieces pieces = group_pieces(group);
+  if (group.size() == 1 && !pieces.zeros) {
     // Alone: reduce in the output itself.
     const TensorEntry& entry = *group.front();
     const std::uint64_t n = entry.input.num_elements();
@@ -134,8 +147,11 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
       copy_all({{entry.output.data, entry.output.data, n}}, dtype, postscale, stream);
     }
   } else {
-    const GroupPieces pieces = group_pieces(group);
-    void* buffer = fusion_.reserve(pieces.total * dtype_size(dtype), communicator_->stream());
+    const std::size_t bytes = pieces.total * dtype_size(dtype);
+    void* buffer = fusion_.reserve(bytes, stream);
+    // A joined rank's zeros are the buffer itself, zeroed on the stream
+    // before NCCL reads it (packing and unpacking skip them).
+    if (pieces.zeros && bytes > 0) HVD_CUDA_CHECK(cudaMemsetAsync(buffer, 0, bytes, stream));
     copy_all(pack_tasks(pieces.inputs, buffer, dtype_size(dtype)), dtype, prescale, stream);
     backend_->allreduce(buffer, pieces.total, dtype, op);
     copy_all(unpack_tasks(buffer, pieces.outputs, dtype_size(dtype)), dtype, postscale, stream);

@@ -52,6 +52,10 @@ class NcclOperations : public DeviceOperations {
 
   // Fixes this rank's GPU and starts the poller at first use; one GPU per rank.
   void ensure(int device);
+  // This rank's GPU for `group`: its tensors'. A joined rank's zeros alone:
+  // the GPU this rank used before, else local_rank modulo the visible GPUs
+  // (the GPU of the usual torch.cuda.set_device(hvd.local_rank())).
+  int device_for(const std::vector<const TensorEntry*>& group) const;
   // The flat communicator over the set, created at first use on the
   // group's GPU; its stream waits for every entry's ready event.
   void wait_ready(const std::vector<const TensorEntry*>& group);

@@ -260,8 +260,9 @@ def join(device=-1):
     InvalidArgumentError. Returns, on every rank, the rank that joined last
     (e.g. to broadcast its parameters). Global set only.
 
-    device: Horovod's device for the zero tensors; ignored (join() with
-    CUDA tensors is not supported yet)."""
+    device: Horovod's device for the zero tensors; ignored: with CUDA
+    tensors the zeros go to the GPU this rank used for them, else to GPU
+    local_rank % torch.cuda.device_count() (staged: host memory)."""
     del device
     return _core.join()
 

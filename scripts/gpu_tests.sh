@@ -60,6 +60,9 @@ if [[ "${1:-}" == prepare ]]; then
     rm -rf "$DEPS/gloo" && mkdir -p "$DEPS/gloo/lib" "$DEPS/gloo/include" "$DEPS/gloo/share/cmake"
     cp -r /usr/include/gloo "$DEPS/gloo/include/"
     cp -r /usr/share/cmake/Gloo "$DEPS/gloo/share/cmake/"
+    # Debian's export names /usr/lib/libgloo.so.* outright, which the GPU
+    # machine lacks (CMake stops at configure): point it at the copy.
+    sed -i 's|"/usr/lib/|"${_IMPORT_PREFIX}/lib/|g' "$DEPS"/gloo/share/cmake/Gloo/GlooTargets-*.cmake
     cp -L /usr/lib/libgloo.so* "$DEPS/gloo/lib/"  # files, not links: carried as they are
     for lib in $(ldd /usr/lib/libgloo.so.0 | awk '/=> \// {print $3}' | grep -E 'hiredis|ibverbs|libnl'); do
       cp -L "$lib" "$DEPS/gloo/lib/"

@@ -32,9 +32,10 @@
 #   with 1, 2 and 4 ranks, all on the one GPU (NCCL needs a GPU per rank).
 # - horovodcpp.torch with CUDA tensors (test/python/test_torch_cuda.py) on
 #   this machine's python3 (PyTorch 2.x): the bindings are built with it
-#   (pybind11 from its pip package, the DLPack header carried by `prepare`),
-#   then run on NCCL at one rank and staged on Gloo at two ranks sharing
-#   the GPU, and the CPU Python suites at two ranks on that PyTorch.
+#   (pybind11 from its pip package, the DLPack header carried by `prepare`,
+#   and Python 3.12's headers too in case the interpreter lacks them), then
+#   run on NCCL at one rank and staged on Gloo at two ranks sharing the
+#   GPU, and the CPU Python suites at two ranks on that PyTorch.
 #   HVD_GPU_PYTHON picks another interpreter; HVD_GPU_SKIP_PYTHON=1 skips.
 #
 # With the `run` device tool (from a session on the CPU machine; a command
@@ -83,6 +84,17 @@ if [[ "${1:-}" == prepare ]]; then
     rm -rf "$DEPS/dlpack" && mkdir -p "$DEPS/dlpack/dlpack"
     cp /usr/include/dlpack/dlpack.h "$DEPS/dlpack/dlpack/"
   fi
+  # Python 3.12's headers (1.8 MB), used only if the GPU machine's python3
+  # (3.12 in PyTorch's virtual environment) has none: a virtual
+  # environment over a system Python without its -dev package.
+  rm -rf "$DEPS/python"
+  for py in python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+    include=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null) || continue
+    if [[ -f $include/Python.h ]]; then
+      mkdir -p "$DEPS/python" && cp -r "$include" "$DEPS/python/python3.12"
+      break
+    fi
+  done
   echo "prepared $DEPS (carry it to the GPU machine): $(du -sh "$DEPS" | cut -f1)"
   exit 0
 fi
@@ -149,6 +161,10 @@ else
   # (reported below) instead of failing the whole configure.
   PY_ARGS=(-DHVD_WITH_PYTHON=AUTO -DPython3_EXECUTABLE="$PY"
            ${PYBIND_DIR:+-Dpybind11_DIR="$PYBIND_DIR"} -DDLPACK_INCLUDE_DIR="$DEPS/dlpack")
+  # The interpreter's headers, else the carried ones of its version.
+  if [[ ! -f $("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h ]]; then
+    PY_ARGS+=(-DPython3_INCLUDE_DIR="$DEPS/python/python$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')")
+  fi
 fi
 
 if [[ $PHASE != test ]]; then

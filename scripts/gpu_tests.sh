@@ -41,12 +41,13 @@
 # With the `run` device tool (from a session on the CPU machine; a command
 # gets 600 s at most, the session 30 minutes of device time):
 #   scripts/gpu_tests.sh prepare                                  # here, once
-#   run(command="scripts/gpu_tests.sh", carry=[".gpu-deps"], timeout_s=600)
-# Building takes a few minutes on 16 cores, the tests a few more. If that
+#   run(command="bash scripts/gpu_tests.sh", carry=[".gpu-deps"], timeout_s=600)
+# A fresh build (GoogleTest included) took 3 minutes on 2 cores here, so
+# about 1 on 16; the tests take a few minutes with the GPU. If that
 # one command runs out of time, the build left on the machine is kept while
-# it stays warm: call again at once with "scripts/gpu_tests.sh test" (same
-# carry). Or split from the start: "scripts/gpu_tests.sh build", then
-# "scripts/gpu_tests.sh test". Each step of `test` is bounded
+# it stays warm: call again at once with "bash scripts/gpu_tests.sh test"
+# (same carry). Or split from the start: "bash scripts/gpu_tests.sh build",
+# then "bash scripts/gpu_tests.sh test". Each step of `test` is bounded
 # (HVD_GPU_STEP_TIMEOUT, default 240 s; NCCL waits by
 # HOROVODCPP_NCCL_TIMEOUT_SECONDS, default 60 here), so a hang fails that
 # step and the rest still runs; read $OUT's logs (files_at).
@@ -253,7 +254,7 @@ if [[ -n $HAVE_GLOO ]]; then
   # else 1+1 (allreduce tests only on one GPU): see the script.
   log "hierarchical allreduce of CUDA tensors (HOROVODCPP_HIERARCHICAL_ALLREDUCE=1, two hosts)"
   set +e
-  bounded "$ROOT/test/gpu/hierarchical_allreduce.sh" "$BUILD/runner/hvdrun" \
+  bounded bash "$ROOT/test/gpu/hierarchical_allreduce.sh" "$BUILD/runner/hvdrun" \
     "$BUILD/test/gpu_collective_tests" "$RESULTS/gpu_hierarchical_tests.log"
   hier_status=$?
   set -e

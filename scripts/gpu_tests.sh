@@ -111,7 +111,8 @@ JOBS=$(nproc)
 log() { echo "== $* (${SECONDS}s)"; }
 
 log "device"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true
+# compute_mode: staged ranks share the GPU, which Exclusive_Process refuses.
+nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv 2>&1 || true
 command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 nvcc --version | tail -1
 

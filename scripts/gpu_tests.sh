@@ -2,7 +2,9 @@
 # Runs every GPU test on a machine with a CUDA device.
 #
 #   scripts/gpu_tests.sh prepare   # here (a machine with Debian's libgtest-dev)
-#   scripts/gpu_tests.sh           # on the GPU machine
+#   scripts/gpu_tests.sh build     # on the GPU machine: configure and build everything
+#   scripts/gpu_tests.sh test      # on the GPU machine: run everything (builds nothing)
+#   scripts/gpu_tests.sh           # build, then test, in one command
 #
 # The lent GPU machines have CUDA 13, CMake and PyTorch 2.x but no MPI, no
 # Gloo, no GoogleTest and no internet. So:
@@ -30,15 +32,25 @@
 #   with 1, 2 and 4 ranks, all on the one GPU (NCCL needs a GPU per rank).
 # - horovodcpp.torch with CUDA tensors (test/python/test_torch_cuda.py) on
 #   this machine's python3 (PyTorch 2.x): the bindings are built with it
-#   (pybind11 from its pip package, the DLPack header carried by `prepare`),
-#   then run on NCCL at one rank and staged on Gloo at two ranks sharing
-#   the GPU, and the CPU Python suites at two ranks on that PyTorch.
+#   (pybind11 from its pip package, the DLPack header carried by `prepare`,
+#   and Python 3.12's headers too in case the interpreter lacks them), then
+#   run on NCCL at one rank and staged on Gloo at two ranks sharing the
+#   GPU, and the CPU Python suites at two ranks on that PyTorch.
 #   HVD_GPU_PYTHON picks another interpreter; HVD_GPU_SKIP_PYTHON=1 skips.
 #
-# With the `run` device tool (from a session on the CPU machine):
-#   scripts/gpu_tests.sh prepare                       # here, once
-#   run(command="scripts/gpu_tests.sh", carry=[".gpu-deps"], timeout_s=600)
-# then read $OUT's logs (files_at). Building takes a few minutes on 16 cores.
+# With the `run` device tool (from a session on the CPU machine; a command
+# gets 600 s at most, the session 30 minutes of device time):
+#   scripts/gpu_tests.sh prepare                                  # here, once
+#   run(command="bash scripts/gpu_tests.sh", carry=[".gpu-deps"], timeout_s=600)
+# A fresh build (GoogleTest included) took 3 minutes on 2 cores here, so
+# about 1 on 16; the tests take a few minutes with the GPU. If that
+# one command runs out of time, the build left on the machine is kept while
+# it stays warm: call again at once with "bash scripts/gpu_tests.sh test"
+# (same carry). Or split from the start: "bash scripts/gpu_tests.sh build",
+# then "bash scripts/gpu_tests.sh test". Each step of `test` is bounded
+# (HVD_GPU_STEP_TIMEOUT, default 240 s; NCCL waits by
+# HOROVODCPP_NCCL_TIMEOUT_SECONDS, default 60 here), so a hang fails that
+# step and the rest still runs; read $OUT's logs (files_at).
 # HVD_GTEST_FROM_SOURCE=1 builds the carried GoogleTest even where one is
 # installed (to rehearse the GPU machine's path here).
 # Results: build/test logs and GoogleTest XML in $OUT (or build-gpu-device/).
@@ -60,6 +72,9 @@ if [[ "${1:-}" == prepare ]]; then
     rm -rf "$DEPS/gloo" && mkdir -p "$DEPS/gloo/lib" "$DEPS/gloo/include" "$DEPS/gloo/share/cmake"
     cp -r /usr/include/gloo "$DEPS/gloo/include/"
     cp -r /usr/share/cmake/Gloo "$DEPS/gloo/share/cmake/"
+    # Debian's export names /usr/lib/libgloo.so.* outright, which the GPU
+    # machine lacks (CMake stops at configure): point it at the copy.
+    sed -i 's|"/usr/lib/|"${_IMPORT_PREFIX}/lib/|g' "$DEPS"/gloo/share/cmake/Gloo/GlooTargets-*.cmake
     cp -L /usr/lib/libgloo.so* "$DEPS/gloo/lib/"  # files, not links: carried as they are
     for lib in $(ldd /usr/lib/libgloo.so.0 | awk '/=> \// {print $3}' | grep -E 'hiredis|ibverbs|libnl'); do
       cp -L "$lib" "$DEPS/gloo/lib/"
@@ -70,37 +85,36 @@ if [[ "${1:-}" == prepare ]]; then
     rm -rf "$DEPS/dlpack" && mkdir -p "$DEPS/dlpack/dlpack"
     cp /usr/include/dlpack/dlpack.h "$DEPS/dlpack/dlpack/"
   fi
+  # Python 3.12's headers (1.8 MB), used only if the GPU machine's python3
+  # (3.12 in PyTorch's virtual environment) has none: a virtual
+  # environment over a system Python without its -dev package.
+  rm -rf "$DEPS/python"
+  for py in python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+    include=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null) || continue
+    if [[ -f $include/Python.h ]]; then
+      mkdir -p "$DEPS/python" && cp -r "$include" "$DEPS/python/python3.12"
+      break
+    fi
+  done
   echo "prepared $DEPS (carry it to the GPU machine): $(du -sh "$DEPS" | cut -f1)"
   exit 0
 fi
 
+PHASE=${1:-all}
+case $PHASE in
+  all | build | test) ;;
+  *) echo "usage: $0 [prepare|build|test]"; exit 2 ;;
+esac
 RESULTS=${OUT:-$BUILD}
 mkdir -p "$BUILD" "$RESULTS"
 JOBS=$(nproc)
-log() { echo "== $*"; }
+log() { echo "== $* (${SECONDS}s)"; }
 
 log "device"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true
+# compute_mode: staged ranks share the GPU, which Exclusive_Process refuses.
+nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv 2>&1 || true
 command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 nvcc --version | tail -1
-
-# GoogleTest: installed, else built from the carried source.
-GTEST_PREFIX=$BUILD/googletest-install
-installed_gtest() {
-  local dir
-  for dir in /usr/lib/cmake/GTest /usr/lib/*/cmake/GTest /usr/local/lib*/cmake/GTest; do
-    [[ -d $dir ]] && return 0
-  done
-  return 1
-}
-if [[ ! -d $GTEST_PREFIX ]] && { [[ -n ${HVD_GTEST_FROM_SOURCE:-} ]] || ! installed_gtest; }; then
-  [[ -d $DEPS/googletest ]] || { echo "no GoogleTest: run 'scripts/gpu_tests.sh prepare' and carry .gpu-deps"; exit 2; }
-  log "building GoogleTest from $DEPS/googletest"
-  cmake -S "$DEPS/googletest" -B "$BUILD/googletest-build" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_INSTALL_PREFIX="$GTEST_PREFIX" -DBUILD_GMOCK=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON >/dev/null
-  cmake --build "$BUILD/googletest-build" -j "$JOBS" >/dev/null
-  cmake --install "$BUILD/googletest-build" >/dev/null
-fi
 
 # NCCL: the toolkit's, else PyTorch's wheel.
 NCCL_ARGS=()
@@ -128,6 +142,7 @@ if [[ -f $DEPS/gloo/lib/libgloo.so && -z ${HVD_GPU_NO_GLOO:-} ]]; then
     export LD_LIBRARY_PATH=$DEPS/gloo/lib:${LD_LIBRARY_PATH:-}
   fi
 fi
+HAVE_GLOO=$([[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON ]] && echo 1 || true)
 
 # Python bindings on this machine's PyTorch (they need a CPU transport).
 PY=${HVD_GPU_PYTHON:-$(command -v python3 || true)}
@@ -135,45 +150,84 @@ PY_ARGS=(-DHVD_WITH_PYTHON=OFF)
 python_reason=""
 if [[ -n ${HVD_GPU_SKIP_PYTHON:-} ]]; then
   python_reason="HVD_GPU_SKIP_PYTHON is set"
-elif [[ ${GLOO_ARGS[0]} != -DHVD_WITH_GLOO=ON ]]; then
+elif [[ -z $HAVE_GLOO ]]; then
   python_reason="no CPU transport (Gloo) in this build"
 elif [[ -z $PY ]] || ! "$PY" -c 'import torch, pytest' 2>/dev/null; then
   python_reason="no python3 with torch and pytest"
+elif [[ ! -f $DEPS/dlpack/dlpack/dlpack.h ]]; then
+  python_reason="no DLPack header: run 'scripts/gpu_tests.sh prepare' and carry .gpu-deps"
 else
   # pybind11: the interpreter's pip package, else one CMake finds itself.
   PYBIND_DIR=$("$PY" -m pybind11 --cmakedir 2>/dev/null || true)
-  if [[ ! -f $DEPS/dlpack/dlpack/dlpack.h ]]; then
-    python_reason="no DLPack header: run 'scripts/gpu_tests.sh prepare' and carry .gpu-deps"
-  else
-    # AUTO: missing Python headers or pybind11 leave the bindings out
-    # (reported below) instead of failing the whole configure.
-    PY_ARGS=(-DHVD_WITH_PYTHON=AUTO -DPython3_EXECUTABLE="$PY"
-             ${PYBIND_DIR:+-Dpybind11_DIR="$PYBIND_DIR"} -DDLPACK_INCLUDE_DIR="$DEPS/dlpack")
+  # AUTO: missing Python headers or pybind11 leave the bindings out
+  # (reported below) instead of failing the whole configure.
+  PY_ARGS=(-DHVD_WITH_PYTHON=AUTO -DPython3_EXECUTABLE="$PY"
+           ${PYBIND_DIR:+-Dpybind11_DIR="$PYBIND_DIR"} -DDLPACK_INCLUDE_DIR="$DEPS/dlpack")
+  # The interpreter's headers, else the carried ones of its version.
+  if [[ ! -f $("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h ]]; then
+    PY_ARGS+=(-DPython3_INCLUDE_DIR="$DEPS/python/python$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')")
   fi
 fi
 
-log "configure"
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-  -DHVD_WITH_CUDA=ON -DHVD_WITH_NCCL=ON -DHVD_WITH_MPI=OFF "${GLOO_ARGS[@]}" \
-  "${PY_ARGS[@]}" -DHVD_BUILD_EXAMPLES=OFF -DHVD_BUILD_BENCHMARKS=OFF \
-  -DCMAKE_PREFIX_PATH="$GTEST_PREFIX" "${NCCL_ARGS[@]}" >"$RESULTS/configure.log" 2>&1 \
-  || { tail -30 "$RESULTS/configure.log"; exit 1; }
-grep "horovodcpp" "$RESULTS/configure.log" || true
-if [[ -z $python_reason ]] && ! grep -q "horovodcpp Python bindings: TRUE" "$RESULTS/configure.log"; then
-  python_reason="CMake did not find what the bindings need for $PY (see configure.log)"
+if [[ $PHASE != test ]]; then
+  # GoogleTest: installed, else built from the carried source.
+  GTEST_PREFIX=$BUILD/googletest-install
+  installed_gtest() {
+    local dir
+    for dir in /usr/lib/cmake/GTest /usr/lib/*/cmake/GTest /usr/local/lib*/cmake/GTest; do
+      [[ -d $dir ]] && return 0
+    done
+    return 1
+  }
+  if [[ ! -d $GTEST_PREFIX ]] && { [[ -n ${HVD_GTEST_FROM_SOURCE:-} ]] || ! installed_gtest; }; then
+    [[ -d $DEPS/googletest ]] || { echo "no GoogleTest: run 'scripts/gpu_tests.sh prepare' and carry .gpu-deps"; exit 2; }
+    log "building GoogleTest from $DEPS/googletest"
+    cmake -S "$DEPS/googletest" -B "$BUILD/googletest-build" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_INSTALL_PREFIX="$GTEST_PREFIX" -DBUILD_GMOCK=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON >/dev/null
+    cmake --build "$BUILD/googletest-build" -j "$JOBS" >/dev/null
+    cmake --install "$BUILD/googletest-build" >/dev/null
+  fi
+
+  log "configure"
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+    -DHVD_WITH_CUDA=ON -DHVD_WITH_NCCL=ON -DHVD_WITH_MPI=OFF "${GLOO_ARGS[@]}" \
+    "${PY_ARGS[@]}" -DHVD_BUILD_EXAMPLES=OFF -DHVD_BUILD_BENCHMARKS=OFF \
+    -DCMAKE_PREFIX_PATH="$GTEST_PREFIX" "${NCCL_ARGS[@]}" >"$RESULTS/configure.log" 2>&1 \
+    || { tail -30 "$RESULTS/configure.log"; exit 1; }
+  grep "horovodcpp" "$RESULTS/configure.log" || true
+
+  # Everything the tests run, in one parallel build.
+  targets=(gpu_tests unit_tests)
+  [[ -n $HAVE_GLOO ]] && targets+=(gpu_collective_tests gpu_staged_tests collective_tests hvdrun)
+  grep -q "horovodcpp Python bindings: TRUE" "$RESULTS/configure.log" && targets+=(_core)
+  log "build: ${targets[*]}"
+  cmake --build "$BUILD" --target "${targets[@]}" -j "$JOBS" >"$RESULTS/build.log" 2>&1 \
+    || { grep -E "error" -A3 "$RESULTS/build.log" | head -60; exit 1; }
+  log "built"
+  [[ $PHASE == build ]] && exit 0
 fi
 
-log "build"
-cmake --build "$BUILD" --target gpu_tests unit_tests -j "$JOBS" >"$RESULTS/build.log" 2>&1 \
-  || { grep -E "error" -A3 "$RESULTS/build.log" | head -60; exit 1; }
+if [[ ! -x $BUILD/test/gpu_tests ]]; then
+  echo "nothing built in $BUILD: run 'scripts/gpu_tests.sh build' first (a machine handed back loses it)"
+  exit 2
+fi
+if [[ -z $python_reason ]] && ! ls "$BUILD"/python/horovodcpp/_core*.so >/dev/null 2>&1; then
+  python_reason="CMake did not find what the bindings need for $PY (see the build's configure.log)"
+fi
+# A hang fails its step, not the whole run: every step is bounded, and so
+# is every NCCL wait (then the communicator is aborted and the step fails).
+STEP_TIMEOUT=${HVD_GPU_STEP_TIMEOUT:-240}
+bounded() { timeout -s INT -k 20 "$STEP_TIMEOUT" "$@"; }
+export HOROVODCPP_NCCL_TIMEOUT_SECONDS=${HOROVODCPP_NCCL_TIMEOUT_SECONDS:-60}
 
 status=0
 log "unit tests (CPU parts of the GPU work)"
-"$BUILD/test/unit_tests" --gtest_filter='GpuOperations*:BatchedCopyPlan*:CompletionPoller*:DeviceRouting*:StagedRouting*:HostStaging*:DeviceCompletion*' \
-  --gtest_output=xml:"$RESULTS/unit_tests.xml" || status=1
+bounded "$BUILD/test/unit_tests" --gtest_filter='GpuOperations*:BatchedCopyPlan*:CompletionPoller*:DeviceRouting*:StagedRouting*:HostStaging*:DeviceCompletion*' \
+  --gtest_output=xml:"$RESULTS/unit_tests.xml" >"$RESULTS/unit_tests.log" 2>&1 || status=1
+tail -3 "$RESULTS/unit_tests.log"
 log "GPU tests"
 set +e
-NCCL_DEBUG=${NCCL_DEBUG:-WARN} "$BUILD/test/gpu_tests" --gtest_output=xml:"$RESULTS/gpu_tests.xml" 2>&1 \
+NCCL_DEBUG=${NCCL_DEBUG:-WARN} bounded "$BUILD/test/gpu_tests" --gtest_output=xml:"$RESULTS/gpu_tests.xml" 2>&1 \
   | tee "$RESULTS/gpu_tests.log"
 gpu_status=${PIPESTATUS[0]}
 set -e
@@ -183,28 +237,25 @@ if [[ $gpu_status == 77 ]]; then
 elif [[ $gpu_status != 0 ]]; then
   status=1
 fi
-if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON ]]; then
+if [[ -n $HAVE_GLOO ]]; then
   log "CUDA tensors through hvd::init (one rank, Gloo control plane)"
-  cmake --build "$BUILD" --target gpu_collective_tests -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
   set +e
-  NCCL_DEBUG=${NCCL_DEBUG:-WARN} "$BUILD/test/gpu_collective_tests" \
+  NCCL_DEBUG=${NCCL_DEBUG:-WARN} bounded "$BUILD/test/gpu_collective_tests" \
     --gtest_output=xml:"$RESULTS/gpu_collective_tests.xml" 2>&1 | tee "$RESULTS/gpu_collective_tests.log"
   [[ ${PIPESTATUS[0]} == 0 ]] || status=1
   set -e
   # Two ranks need two GPUs (NCCL: one rank per GPU).
-  if (( $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') >= 2 )); then
+  if (( $(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true) >= 2 )); then
     log "CUDA tensors through hvd::init at 2 ranks (hvdrun --gloo)"
-    cmake --build "$BUILD" --target hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
-    "$BUILD/runner/hvdrun" -np 2 --gloo "$BUILD/test/gpu_collective_tests" \
+    bounded "$BUILD/runner/hvdrun" -np 2 --gloo "$BUILD/test/gpu_collective_tests" \
       >"$RESULTS/gpu_collective_tests_np2.log" 2>&1 || status=1
     tail -5 "$RESULTS/gpu_collective_tests_np2.log"
   fi
   # Two hosts simulated here (127.0.0.1, 127.0.0.2); 2x2 with >= 4 GPUs,
   # else 1+1 (allreduce tests only on one GPU): see the script.
   log "hierarchical allreduce of CUDA tensors (HOROVODCPP_HIERARCHICAL_ALLREDUCE=1, two hosts)"
-  cmake --build "$BUILD" --target hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
   set +e
-  "$ROOT/test/gpu/hierarchical_allreduce.sh" "$BUILD/runner/hvdrun" \
+  bounded bash "$ROOT/test/gpu/hierarchical_allreduce.sh" "$BUILD/runner/hvdrun" \
     "$BUILD/test/gpu_collective_tests" "$RESULTS/gpu_hierarchical_tests.log"
   hier_status=$?
   set -e
@@ -215,14 +266,11 @@ if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON ]]; then
     echo "gpu_hierarchical_tests FAILED (exit $hier_status; $RESULTS/gpu_hierarchical_tests.log)"
     status=1
   fi
-fi
-if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON ]]; then
   log "CUDA tensors staged through pinned host memory onto Gloo (1, 2, 4 ranks sharing GPU 0)"
-  cmake --build "$BUILD" --target gpu_staged_tests hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
   for np in 1 2 4; do
     set +e
     HOROVODCPP_GPU_OPERATIONS=gloo CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} \
-      "$BUILD/runner/hvdrun" -np $np --gloo "$BUILD/test/gpu_staged_tests" \
+      bounded "$BUILD/runner/hvdrun" -np $np --gloo "$BUILD/test/gpu_staged_tests" \
       >"$RESULTS/gpu_staged_tests_np$np.log" 2>&1
     staged_status=$?
     set -e
@@ -240,7 +288,6 @@ if [[ -n $python_reason ]]; then
   echo "== horovodcpp.torch CUDA tests NOT RUN: $python_reason"
   status=1
 else
-  cmake --build "$BUILD" --target _core hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
   pytest_run() {  # name, np, extra environment..., -- pytest arguments
     local name=$1 np=$2; shift 2
     local env=()
@@ -248,8 +295,8 @@ else
     shift
     set +e
     env PYTHONPATH="$BUILD/python" PYTHONUNBUFFERED=1 HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS=120 \
-      "${env[@]}" "$BUILD/runner/hvdrun" -np "$np" --gloo "$PY" -m pytest -x -q -rs \
-      -p no:cacheprovider --color=no "$@" >"$RESULTS/$name.log" 2>&1
+      "${env[@]}" timeout -s INT -k 20 "$STEP_TIMEOUT" "$BUILD/runner/hvdrun" -np "$np" --gloo \
+      "$PY" -m pytest -x -q -rs -p no:cacheprovider --color=no "$@" >"$RESULTS/$name.log" 2>&1
     local rc=$?
     set -e
     grep -E "^\[0\].* (passed|failed|error)" "$RESULTS/$name.log" | tail -2 || true
@@ -265,10 +312,9 @@ else
     pytest_run python_suites_np2 2 HOROVODCPP_GPU_OPERATIONS=gloo -- "$ROOT/test/python"
   fi
 fi
-if [[ ${GLOO_ARGS[0]} == -DHVD_WITH_GLOO=ON && -z ${HVD_GPU_SKIP_CPU_SUITES:-} ]]; then
+if [[ -n $HAVE_GLOO && -z ${HVD_GPU_SKIP_CPU_SUITES:-} ]]; then
   log "CPU suites over the carried Gloo (1 and 2 ranks)"
-  cmake --build "$BUILD" --target collective_tests hvdrun -j "$JOBS" >>"$RESULTS/build.log" 2>&1 || status=1
-  (cd "$BUILD" && ctest -R 'collective_tests_gloo_np[12]$' --output-on-failure) \
+  (cd "$BUILD" && bounded ctest -R 'collective_tests_gloo_np[12]$' --output-on-failure) \
     >"$RESULTS/cpu_suites.log" 2>&1 || status=1
   tail -5 "$RESULTS/cpu_suites.log"
 fi

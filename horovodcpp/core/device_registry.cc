@@ -1,6 +1,8 @@
 // The one place that knows which device operations this build has.
 #include "core/device_operations.h"
+#include "core/env.h"
 #include "core/gpu_operations.h"
+#include "core/logging.h"
 #include "core/transport.h"
 
 #if HVD_HAVE_NCCL
@@ -37,12 +39,18 @@ std::unique_ptr<DeviceOperations> create_device_operations(Controller& controlle
                                             maybe_hierarchical_allreduce(controller, channel));
   }
 #endif
-  (void)controller;
-  (void)channel;
 #if HVD_HAVE_CUDA
+  // Once per job (the global set has the channel), as the NCCL path warns.
+  const std::string warning =
+      staged_hierarchical_warning(chosen, env_int("HIERARCHICAL_ALLREDUCE", 0) != 0);
+  if (!warning.empty() && channel != nullptr && controller.topology().rank == 0) {
+    HVD_LOG(Warning) << warning;
+  }
   // mpi or gloo: staged through pinned host memory onto the set's CPU backend.
   return std::make_unique<StagedOperations>(cpu_transport);
 #else
+  (void)controller;
+  (void)channel;
   return nullptr;  // no CUDA in this build: CUDA tensors are refused
 #endif
 }

@@ -43,4 +43,10 @@ std::string gpu_operations_from_env(const std::vector<std::string>& built,
   return choose_gpu_operations(env_setting("GPU_OPERATIONS"), built, cpu_transport);
 }
 
+std::string staged_hierarchical_warning(const std::string& chosen, bool hierarchical) {
+  if (!hierarchical || chosen == "nccl") return "";
+  const std::string why = "CUDA tensors are staged through host memory onto " + chosen;
+  return "HOROVODCPP_HIERARCHICAL_ALLREDUCE=1 is ignored: " + why + ", and it applies to NCCL only";
+}
+
 }  // namespace hvd

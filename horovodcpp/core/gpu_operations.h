@@ -22,4 +22,9 @@ std::string choose_gpu_operations(const std::optional<std::string>& setting,
 std::string gpu_operations_from_env(const std::vector<std::string>& built,
                                     const std::string& cpu_transport);
 
+// The warning for HOROVODCPP_HIERARCHICAL_ALLREDUCE=1 (`hierarchical`) when
+// `chosen` (as above) stages CUDA tensors, which it does not apply to; ""
+// when there is nothing to warn about.
+std::string staged_hierarchical_warning(const std::string& chosen, bool hierarchical);
+
 }  // namespace hvd

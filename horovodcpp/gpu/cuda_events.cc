@@ -26,6 +26,7 @@ class DeviceScope {
 
 GpuEvents::Event CudaEvents::record(int device, void* stream) {
   DeviceScope scope(device);  // an event belongs to the current device
+  device_ = device;
   cudaEvent_t event = nullptr;
   HVD_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   const cudaError_t status = cudaEventRecord(event, as_stream(stream));
@@ -35,6 +36,14 @@ GpuEvents::Event CudaEvents::record(int device, void* stream) {
 }
 
 bool CudaEvents::done(Event event) {
+  // A thread that never set its device runs on GPU 0: every rank of a
+  // multi-GPU host would create a context (and take memory) there.
+  thread_local int current = -1;
+  const int device = device_;
+  if (device >= 0 && device != current) {
+    HVD_CUDA_CHECK(cudaSetDevice(device));
+    current = device;
+  }
   const cudaError_t status = cudaEventQuery(as_event(event));
   if (status == cudaErrorNotReady) return false;
   HVD_CUDA_CHECK(status);

@@ -39,6 +39,32 @@ TEST_F(CudaEventsTest, PollerCompletesAfterTheStreamsWork) {
   cudaStreamDestroy(stream);
 }
 
+// The poller's thread makes the events' GPU current (the last one here, so
+// with several GPUs it is not the default 0) before its CUDA calls.
+TEST_F(CudaEventsTest, PollerThreadRunsOnTheEventsDevice) {
+  int devices = 0;
+  HVD_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  const int device = devices - 1;
+  HVD_CUDA_CHECK(cudaSetDevice(device));
+  cudaStream_t stream;
+  HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CudaEvents events;
+  std::atomic<int> seen{-1};
+  {
+    CompletionPoller poller(events);
+    poller.watch(events.record(device, stream), [&](std::exception_ptr) {
+      int current = -1;
+      cudaGetDevice(&current);
+      seen = current;
+    });
+    for (int i = 0; i < 20000 && seen < 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  EXPECT_EQ(seen, device);
+  cudaStreamDestroy(stream);
+}
+
 TEST_F(CudaEventsTest, StreamWaitOrdersAnotherStream) {
   CudaEvents events;
   cudaStream_t producer, consumer;

@@ -40,6 +40,14 @@ TEST(GpuOperations, UnknownOrMissingIsAnError) {
   }
 }
 
+TEST(GpuOperations, HierarchicalAllreduceWarnsWhenStaged) {
+  EXPECT_EQ(staged_hierarchical_warning("nccl", true), "");
+  EXPECT_EQ(staged_hierarchical_warning("gloo", false), "");
+  const std::string warning = staged_hierarchical_warning("mpi", true);
+  EXPECT_NE(warning.find("HOROVODCPP_HIERARCHICAL_ALLREDUCE=1 is ignored"), std::string::npos);
+  EXPECT_NE(warning.find("staged through host memory onto mpi"), std::string::npos) << warning;
+}
+
 TEST(GpuOperations, HorovodVariableIsAnAlias) {
   setenv("HOROVOD_GPU_OPERATIONS", "mpi", 1);
   EXPECT_EQ(gpu_operations_from_env({"nccl", "mpi"}, "mpi"), "mpi");

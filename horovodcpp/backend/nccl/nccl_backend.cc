@@ -20,6 +20,20 @@ bool all_equal(const std::vector<std::size_t>& counts) {
   return std::adjacent_find(counts.begin(), counts.end(), std::not_equal_to<>()) == counts.end();
 }
 
+// calls() between ncclGroupStart and ncclGroupEnd. A call that throws still
+// ends the group: left open, it would swallow this thread's later NCCL calls.
+template <typename Calls>
+void in_group(Calls calls) {
+  HVD_NCCL_CHECK(ncclGroupStart());
+  try {
+    calls();
+  } catch (...) {
+    ncclGroupEnd();
+    throw;
+  }
+  HVD_NCCL_CHECK(ncclGroupEnd());
+}
+
 }  // namespace
 
 NcclBackend::NcclBackend(std::shared_ptr<NcclCommunicator> communicator)
@@ -59,17 +73,17 @@ void NcclBackend::allgatherv(const void* input, void* output,
       HVD_NCCL_CHECK(ncclAllGather(input, output, units, type, comm, stream));
       return;
     }
-    HVD_NCCL_CHECK(ncclGroupStart());
-    std::size_t offset = 0;
-    for (std::size_t r = 0; r < counts.size(); ++r) {
-      units = counts[r];
-      const ncclDataType_t type = nccl_movement_type(dtype, units);
-      void* place = at(output, offset, dtype);
-      const void* send = static_cast<int>(r) == rank ? input : place;
-      HVD_NCCL_CHECK(ncclBroadcast(send, place, units, type, static_cast<int>(r), comm, stream));
-      offset += counts[r];
-    }
-    HVD_NCCL_CHECK(ncclGroupEnd());
+    in_group([&] {
+      std::size_t offset = 0;
+      for (std::size_t r = 0; r < counts.size(); ++r) {
+        units = counts[r];
+        const ncclDataType_t type = nccl_movement_type(dtype, units);
+        void* place = at(output, offset, dtype);
+        const void* send = static_cast<int>(r) == rank ? input : place;
+        HVD_NCCL_CHECK(ncclBroadcast(send, place, units, type, static_cast<int>(r), comm, stream));
+        offset += counts[r];
+      }
+    });
   });
 }
 
@@ -78,23 +92,25 @@ void NcclBackend::alltoallv(const void* input, const std::vector<std::size_t>& s
                             void* output, const std::vector<std::size_t>& recv_counts,
                             DataType dtype) {
   communicator_->issue("alltoallv", [&](ncclComm_t comm, cudaStream_t stream) {
-    HVD_NCCL_CHECK(ncclGroupStart());
-    std::size_t send_offset = 0, recv_offset = 0;
-    for (std::size_t r = 0; r < send_counts.size(); ++r) {
-      std::size_t send_units = send_counts[r], recv_units = recv_counts[r];
-      const ncclDataType_t type = nccl_movement_type(dtype, send_units);
-      nccl_movement_type(dtype, recv_units);
-      const int peer = static_cast<int>(r);
-      if (send_units > 0) {
-        HVD_NCCL_CHECK(ncclSend(at(input, send_offset, dtype), send_units, type, peer, comm, stream));
+    in_group([&] {
+      std::size_t send_offset = 0, recv_offset = 0;
+      for (std::size_t r = 0; r < send_counts.size(); ++r) {
+        std::size_t send_units = send_counts[r], recv_units = recv_counts[r];
+        const ncclDataType_t type = nccl_movement_type(dtype, send_units);
+        nccl_movement_type(dtype, recv_units);
+        const int peer = static_cast<int>(r);
+        if (send_units > 0) {
+          HVD_NCCL_CHECK(
+              ncclSend(at(input, send_offset, dtype), send_units, type, peer, comm, stream));
+        }
+        if (recv_units > 0) {
+          HVD_NCCL_CHECK(
+              ncclRecv(at(output, recv_offset, dtype), recv_units, type, peer, comm, stream));
+        }
+        send_offset += send_counts[r];
+        recv_offset += recv_counts[r];
       }
-      if (recv_units > 0) {
-        HVD_NCCL_CHECK(ncclRecv(at(output, recv_offset, dtype), recv_units, type, peer, comm, stream));
-      }
-      send_offset += send_counts[r];
-      recv_offset += recv_counts[r];
-    }
-    HVD_NCCL_CHECK(ncclGroupEnd());
+    });
   });
 }
 
@@ -110,17 +126,17 @@ void NcclBackend::reducescatter(void* buffer, void* output, const std::vector<st
       HVD_NCCL_CHECK(ncclReduceScatter(buffer, output, counts.front(), type, nccl, comm, stream));
       return;
     }
-    HVD_NCCL_CHECK(ncclGroupStart());
-    std::size_t offset = 0;
-    for (std::size_t r = 0; r < counts.size(); ++r) {
-      // recvbuff is used on the root only; elsewhere any valid pointer.
-      void* send = at(buffer, offset, dtype);
-      void* recv = static_cast<int>(r) == rank ? output : send;
-      HVD_NCCL_CHECK(ncclReduce(send, recv, counts[r], type, nccl,
-                                static_cast<int>(r), comm, stream));
-      offset += counts[r];
-    }
-    HVD_NCCL_CHECK(ncclGroupEnd());
+    in_group([&] {
+      std::size_t offset = 0;
+      for (std::size_t r = 0; r < counts.size(); ++r) {
+        // recvbuff is used on the root only; elsewhere any valid pointer.
+        void* send = at(buffer, offset, dtype);
+        void* recv = static_cast<int>(r) == rank ? output : send;
+        HVD_NCCL_CHECK(
+            ncclReduce(send, recv, counts[r], type, nccl, static_cast<int>(r), comm, stream));
+        offset += counts[r];
+      }
+    });
   });
 }
 

@@ -4,34 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <unistd.h>
 
 #include "core/timeline.h"
 #include "horovodcpp/errors.h"
+#include "../timeline_file.h"
 
 namespace hvd {
 namespace {
 
-std::string temp_path(const std::string& tag) {
-  return "/tmp/hvd_timeline_unit_" + std::to_string(::getpid()) + "_" + tag + ".json";
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-bool valid_json(const std::string& path) {
-  const std::string command =
-      "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + path;
-  return std::system(command.c_str()) == 0;
-}
+using test::read_file;
+using test::valid_json;
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -50,7 +33,7 @@ TimelineEvent complete(const std::string& row, const std::string& name, long lon
 }
 
 TEST(TimelineFileWriter, WritesValidChromeTraceWithNamedRows) {
-  const std::string path = temp_path("writer");
+  const std::string path = test::timeline_path("writer");
   {
     TimelineFileWriter writer(path, 1 << 20);
     writer.write(complete("fc1.grad", "NEGOTIATE", 100));
@@ -78,7 +61,7 @@ TEST(TimelineFileWriter, WritesValidChromeTraceWithNamedRows) {
 }
 
 TEST(TimelineFileWriter, StopsAtTheByteBudgetAndSaysSo) {
-  const std::string path = temp_path("budget");
+  const std::string path = test::timeline_path("budget");
   const long long budget = 4096;
   {
     TimelineFileWriter writer(path, budget);
@@ -113,7 +96,7 @@ TEST(TimelineEventQueue, DropsAndCountsWhenFullWithoutBlocking) {
 }
 
 TEST(Timeline, StartStopWritesEventsAndNegotiation) {
-  const std::string path = temp_path("timeline");
+  const std::string path = test::timeline_path("timeline");
   Timeline timeline(1 << 20);
   EXPECT_FALSE(timeline.active());
   timeline.instant("x", "before start");  // ignored
@@ -152,7 +135,7 @@ TEST(Timeline, StartStopWritesEventsAndNegotiation) {
 }
 
 TEST(Timeline, ReportsDroppedEventsInTheFile) {
-  const std::string path = temp_path("dropped");
+  const std::string path = test::timeline_path("dropped");
   Timeline timeline(1 << 20, /*queue_capacity=*/2);
   timeline.start(path, false);
   // Far more than the writer can drain between two pushes of a tight loop

@@ -3,6 +3,7 @@
 // with the names of their rows.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,6 +13,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "core/timeline.h"
 
 namespace hvd::test {
 
@@ -27,8 +30,7 @@ inline std::string read_file(const std::string& path) {
 }
 
 inline bool valid_json(const std::string& path) {
-  const std::string command =
-      "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + path;
+  const std::string command = "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + path;
   return std::system(command.c_str()) == 0;
 }
 
@@ -59,6 +61,24 @@ inline std::vector<TracedEvent> traced_events(const std::string& path,
     }
   }
   return events;
+}
+
+// Now on the timeline's clock, in its unit.
+inline long long timeline_micros() {
+  return TimelineClock::now().time_since_epoch() / std::chrono::microseconds(1);
+}
+
+// `events` are one per row of `rows`, in that order, each starting within
+// [started, ended] and ending at or after `ended` (times of timeline_micros()).
+inline void expect_spans(const std::vector<TracedEvent>& events,
+                         const std::vector<std::string>& rows, long long started, long long ended) {
+  ASSERT_EQ(events.size(), rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(events[i].row, rows[i]);
+    EXPECT_GE(events[i].ts_us, started) << rows[i];
+    EXPECT_LE(events[i].ts_us, ended) << rows[i];
+    EXPECT_GE(events[i].ts_us + events[i].dur_us, ended) << rows[i];
+  }
 }
 
 }  // namespace hvd::test

@@ -38,6 +38,11 @@ std::string fusion_key(const Request& r, const Response& response) {
   return key.str();
 }
 
+[[noreturn]] void refuse_on_device(const Response& response) {
+  HVD_THROW(InvalidArgument, op_type_name(response.op_type) << " of tensor '" << response.name
+                                                            << "': not supported for CUDA tensors");
+}
+
 }  // namespace
 
 CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topology,
@@ -140,44 +145,50 @@ void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
       run_on_device(response, {&entry});
       return;
     }
-    Tensor output;
     std::vector<std::int64_t> received_splits;
-    const bool traced = tracing();
-    const auto op_start = traced ? TimelineClock::now() : TimelineClock::time_point();
-    switch (response.op_type) {
-      case OpType::kAllreduce:
-        allreduce({&entry}, contributors(response));
-        break;
-      case OpType::kAllgather:
-        output = allgather(entry, gather_plan(entry, response));
-        break;
-      case OpType::kBroadcast:
-        backend_.broadcast(entry.input.data, entry.input.num_elements(), entry.input.dtype,
-                           entry.request.root_rank);
-        break;
-      case OpType::kBarrier:
-        break;  // negotiation completing means every rank has arrived
-      case OpType::kAlltoall: {
-        ResultPlan plan = exchange_plan(entry, response);
-        output = alltoall(entry, plan);
-        received_splits = std::move(plan.received_splits);
-        break;
-      }
-      case OpType::kReducescatter:
-        output = reducescatter(entry, scatter_plan(entry));
-        break;
-      case OpType::kJoin:
-        output = Tensor(DataType::kInt32, {});
-        *output.data_as<std::int32_t>() = response.last_joined_rank;
-        break;
-    }
-    if (response.op_type != OpType::kAllreduce && traced) {
-      trace({&entry}, op_event_name(response.op_type), op_start, TimelineClock::now());
-    }
+    Tensor output = run_on_backend(response, {&entry}, received_splits);
     entry.work->complete(std::move(output), std::move(received_splits));
   } catch (...) {
     entry.work->fail(std::current_exception());
   }
+}
+
+Tensor CollectiveExecutor::run_on_backend(const Response& response,
+                                          const std::vector<const TensorEntry*>& group,
+                                          std::vector<std::int64_t>& received_splits) {
+  const TensorEntry& entry = *group.front();
+  const bool traced = tracing();
+  const auto op_start = traced ? TimelineClock::now() : TimelineClock::time_point();
+  Tensor output;
+  switch (response.op_type) {
+    case OpType::kAllreduce:
+      allreduce(group, contributors(response));  // traces its phases itself
+      return output;
+    case OpType::kAllgather:
+      output = allgather(entry, gather_plan(entry, response));
+      break;
+    case OpType::kBroadcast:
+      backend_.broadcast(entry.input.data, entry.input.num_elements(), entry.input.dtype,
+                         entry.request.root_rank);
+      break;
+    case OpType::kBarrier:
+      break;  // negotiation completing means every rank has arrived
+    case OpType::kAlltoall: {
+      ResultPlan plan = exchange_plan(entry, response);
+      output = alltoall(entry, plan);
+      received_splits = std::move(plan.received_splits);
+      break;
+    }
+    case OpType::kReducescatter:
+      output = reducescatter(entry, scatter_plan(entry));
+      break;
+    case OpType::kJoin:
+      output = Tensor(DataType::kInt32, {});
+      *output.data_as<std::int32_t>() = response.last_joined_rank;
+      break;
+  }
+  if (traced) trace(group, op_event_name(response.op_type), op_start, TimelineClock::now());
+  return output;
 }
 
 // Every rank agreed on the device type, so every rank fails alike here.
@@ -202,9 +213,7 @@ void CollectiveExecutor::run_on_device(const Response& response,
     case OpType::kReducescatter:
       return device_->reducescatter(entry, scatter_plan(entry), scatter_divisor(entry.request));
     default:
-      HVD_THROW(InvalidArgument, op_type_name(response.op_type)
-                                     << " of tensor '" << response.name
-                                     << "': not supported for CUDA tensors");
+      refuse_on_device(response);
   }
 }
 
@@ -231,31 +240,20 @@ void CollectiveExecutor::run_staged(HostStaging& staging, const Response& respon
     host[i].work = group[i]->work;
     members.push_back(&host[i]);
   }
-  const TensorEntry& first = host.front();
+  std::vector<std::int64_t> received_splits;
+  const Tensor result = run_on_backend(response, members, received_splits);
   switch (response.op_type) {
     case OpType::kAllreduce:
-      allreduce(members, contributors(response));
       if (submitted.empty()) return;  // nobody waits for a joined rank's zeros
       return staging.finish_in_place(submitted, staged);
     case OpType::kBroadcast:
-      backend_.broadcast(first.input.data, first.input.num_elements(), first.input.dtype,
-                         first.request.root_rank);
       return staging.finish_in_place(group, staged);
     case OpType::kAllgather:
-      return staging.finish_with_result(*group.front(),
-                                        allgather(first, gather_plan(first, response)), {});
-    case OpType::kAlltoall: {
-      ResultPlan plan = exchange_plan(first, response);
-      const Tensor output = alltoall(first, plan);
-      return staging.finish_with_result(*group.front(), output, std::move(plan.received_splits));
-    }
+    case OpType::kAlltoall:
     case OpType::kReducescatter:
-      return staging.finish_with_result(*group.front(), reducescatter(first, scatter_plan(first)),
-                                        {});
+      return staging.finish_with_result(*group.front(), result, std::move(received_splits));
     default:
-      HVD_THROW(InvalidArgument, op_type_name(response.op_type)
-                                     << " of tensor '" << response.name
-                                     << "': not supported for CUDA tensors");
+      refuse_on_device(response);
   }
 }
 

@@ -40,6 +40,11 @@ class CollectiveExecutor {
   // and scale factors): packed into the fusion buffer when it has several.
   // `contributors`: the ranks whose data counts (Average divides by it).
   void allreduce(const std::vector<const TensorEntry*>& group, int contributors);
+  // The response's collective on the CPU backend (CPU tensors, or staged
+  // copies of CUDA tensors; several only for a fused allreduce), traced.
+  // Returns the result the library allocates, if any.
+  Tensor run_on_backend(const Response& response, const std::vector<const TensorEntry*>& group,
+                        std::vector<std::int64_t>& received_splits);
   // Ranks that submitted the response's tensor (all but the joined ones).
   int contributors(const Response& response) const;
   TensorEntry zeros_for(const Request& agreed);

@@ -6,8 +6,8 @@
 namespace hvd {
 
 void complete_when_done(GpuEvents& events, CompletionPoller& poller, int device, void* stream,
-                        const std::vector<const TensorEntry*>& group, const Tensor& result,
-                        std::vector<std::int64_t> received_splits) {
+                        const std::vector<const TensorEntry*>& group, TimelineSpan span,
+                        const Tensor& result, std::vector<std::int64_t> received_splits) {
   GpuEvents::Event done = events.record(device, stream);
   std::vector<std::shared_ptr<detail::WorkState>> works;
   try {
@@ -21,8 +21,9 @@ void complete_when_done(GpuEvents& events, CompletionPoller& poller, int device,
     events.release(done);
     throw;
   }
-  poller.watch(done, [works = std::move(works), result,
-                      splits = std::move(received_splits)](std::exception_ptr error) {
+  poller.watch(done, [works = std::move(works), result, splits = std::move(received_splits),
+                      span = std::move(span)](std::exception_ptr error) {
+    if (!error) span.end();
     for (const auto& work : works) {
       if (error) {
         work->fail(error);

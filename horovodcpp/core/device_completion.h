@@ -11,15 +11,18 @@
 #include "core/completion_poller.h"
 #include "core/gpu_events.h"
 #include "core/tensor_queue.h"
+#include "core/timeline_span.h"
 
 namespace hvd {
 
 // Completes `group`'s Works (with `result` as output and `received_splits`,
 // if any) once the work queued on `stream` of `device` so far is done, or
-// fails them with the poller's error. Throws (nothing watched, no event
+// fails them with the poller's error. `span` ends just before the Works
+// complete (a caller that stops the timeline once wait() returns finds the
+// event), and not at all when they fail. Throws (nothing watched, no event
 // left behind) if the event cannot be recorded or waited for.
 void complete_when_done(GpuEvents& events, CompletionPoller& poller, int device, void* stream,
-                        const std::vector<const TensorEntry*>& group,
+                        const std::vector<const TensorEntry*>& group, TimelineSpan span,
                         const Tensor& result = Tensor(),
                         std::vector<std::int64_t> received_splits = {});
 

@@ -16,6 +16,7 @@
 #include "core/host_staging.h"
 #include "core/process_set_channel.h"
 #include "core/tensor_queue.h"
+#include "core/timeline.h"
 
 namespace hvd {
 
@@ -82,9 +83,12 @@ class DeviceOperations {
 // `channel`: the job's process-set channel for the global set (null for
 // user sets): with NCCL, HOROVODCPP_HIERARCHICAL_ALLREDUCE builds its
 // sub-transports through it (collective over every rank of the job).
+// `timeline` (may be null; it outlives the operations) shows what runs on
+// the GPU: NCCL's collectives, the staged copies to and from host memory.
 std::unique_ptr<DeviceOperations> create_device_operations(Controller& controller,
                                                            const std::string& cpu_transport,
-                                                           ProcessSetChannel* channel = nullptr);
+                                                           ProcessSetChannel* channel = nullptr,
+                                                           Timeline* timeline = nullptr);
 
 // "nccl" when built with NCCL, then the CPU transports when built with
 // CUDA (staged); empty without CUDA.

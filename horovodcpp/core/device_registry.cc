@@ -27,7 +27,8 @@ std::vector<std::string> available_gpu_operations() {
 
 std::unique_ptr<DeviceOperations> create_device_operations(Controller& controller,
                                                            const std::string& cpu_transport,
-                                                           ProcessSetChannel* channel) {
+                                                           ProcessSetChannel* channel,
+                                                           Timeline* timeline) {
   std::vector<std::string> built = available_transports();
 #if HVD_HAVE_NCCL
   built.insert(built.begin(), "nccl");
@@ -35,8 +36,8 @@ std::unique_ptr<DeviceOperations> create_device_operations(Controller& controlle
   const std::string chosen = gpu_operations_from_env(built, cpu_transport);
 #if HVD_HAVE_NCCL
   if (chosen == "nccl") {
-    return std::make_unique<NcclOperations>(controller,
-                                            maybe_hierarchical_allreduce(controller, channel));
+    return std::make_unique<NcclOperations>(
+        controller, maybe_hierarchical_allreduce(controller, channel), timeline);
   }
 #endif
 #if HVD_HAVE_CUDA
@@ -47,10 +48,11 @@ std::unique_ptr<DeviceOperations> create_device_operations(Controller& controlle
     HVD_LOG(Warning) << warning;
   }
   // mpi or gloo: staged through pinned host memory onto the set's CPU backend.
-  return std::make_unique<StagedOperations>(cpu_transport);
+  return std::make_unique<StagedOperations>(cpu_transport, timeline);
 #else
   (void)controller;
   (void)channel;
+  (void)timeline;
   return nullptr;  // no CUDA in this build: CUDA tensors are refused
 #endif
 }

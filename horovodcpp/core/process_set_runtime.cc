@@ -78,8 +78,8 @@ ProcessSetRuntime::ProcessSetRuntime(ProcessSet set, Transport transport, Timeli
                                      ProcessSetChannel* channel)
     : set_(std::move(set)),
       transport_(std::move(transport)),
-      device_(
-          create_device_operations(*transport_.controller, transport_.backend->name(), channel)) {
+      device_(create_device_operations(*transport_.controller, transport_.backend->name(), channel,
+                                       timeline)) {
   coordinator_ = std::make_unique<Coordinator>(*transport_.controller, *transport_.backend, queue_,
                                                timeline, set_.id() == 0, device_.get());
   coordinator_->start();

@@ -1,12 +1,13 @@
 // Timeline: a Chrome-trace JSON file (chrome://tracing, Perfetto) of each
 // tensor's life on rank 0: NEGOTIATE (with each rank's arrival), QUEUE,
-// MEMCPY_IN_FUSION_BUFFER, the backend op (e.g. MPI_ALLREDUCE), MEMCPY_OUT.
+// MEMCPY_IN_FUSION_BUFFER, the backend op (e.g. MPI_ALLREDUCE), MEMCPY_OUT;
+// for CUDA tensors the NCCL op or the staged copies (TimelineSpan).
 //
-// The coordinator thread only pushes events onto a bounded queue (never
-// blocking: when the queue is full the event is dropped and counted); a
-// writer thread of its own formats and writes them. The file stops growing
-// at HOROVODCPP_TIMELINE_MAX_BYTES (default 256 MiB) and is valid JSON once
-// stop() returns.
+// Producers (the coordinator, the GPU completion pollers) only push events
+// onto a bounded queue (never blocking: when the queue is full the event is
+// dropped and counted); a writer thread of its own formats and writes them.
+// The file stops growing at HOROVODCPP_TIMELINE_MAX_BYTES (default 256 MiB)
+// and is valid JSON once stop() returns.
 #pragma once
 
 #include <atomic>
@@ -101,12 +102,13 @@ class Timeline {
   void stop();
   bool active() const { return active_.load(std::memory_order_relaxed); }
 
-  // Producers (the coordinator thread). Cheap no-ops when not active.
+  // Producers: any thread. Cheap no-ops when not active.
   void complete(const std::string& row, const std::string& name, TimelineClock::time_point from,
                 TimelineClock::time_point to);
   void instant(const std::string& row, const std::string& name,
                TimelineClock::time_point at = TimelineClock::now());
-  // Negotiation (rank 0): a rank's request arrived; then the response.
+  // Negotiation (rank 0, the coordinator thread only): a rank's request
+  // arrived; then the response.
   void negotiate_arrival(const std::string& tensor, int rank, TimelineClock::time_point at);
   void negotiate_done(const std::string& tensor, TimelineClock::time_point at);
   void cycle_mark();

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/device_completion.h"
+#include "core/timeline_span.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_tensor.h"
 
@@ -35,8 +36,8 @@ unsigned char* PinnedBuffer::reserve(std::size_t bytes) {
   return data_;
 }
 
-StagedOperations::StagedOperations(const std::string& backend_name)
-    : name_(backend_name + " (staged through host memory)") {}
+StagedOperations::StagedOperations(const std::string& backend_name, Timeline* timeline)
+    : name_(backend_name + " (staged through host memory)"), timeline_(timeline) {}
 
 StagedOperations::~StagedOperations() {
   if (stream_) {
@@ -88,6 +89,7 @@ void StagedOperations::ensure(int device) {
 
 std::vector<TensorView> StagedOperations::stage_in(const std::vector<const TensorEntry*>& group) {
   ensure(group.front()->request.device.index);
+  const TimelineSpan span(timeline_, "MEMCPY_IN_HOST_BUFFER", group);
   cudaStream_t stream = as_stream(stream_);
   std::vector<std::size_t> bytes;
   for (const TensorEntry* entry : group) {
@@ -117,12 +119,14 @@ std::vector<TensorView> StagedOperations::stage_in(const std::vector<const Tenso
   // The one wait on the GPU: the CPU backend needs the data. Every earlier
   // copy on the stream has finished too, so both pinned buffers are free.
   HVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  span.end();
   return staged;
 }
 
 void StagedOperations::finish_in_place(const std::vector<const TensorEntry*>& group,
                                        const std::vector<TensorView>& staged) {
   HVD_CUDA_CHECK(cudaSetDevice(device_));
+  TimelineSpan span(timeline_, "MEMCPY_OUT_HOST_BUFFER", group);
   for (std::size_t i = 0; i < group.size(); ++i) {
     const std::size_t bytes = staged[i].size_bytes();
     if (bytes == 0) continue;
@@ -130,12 +134,13 @@ void StagedOperations::finish_in_place(const std::vector<const TensorEntry*>& gr
     HVD_CUDA_CHECK(cudaMemcpyAsync(group[i]->output.data, staged[i].data, bytes,
                                    cudaMemcpyHostToDevice, as_stream(stream_)));
   }
-  complete_when_done(events_, *poller_, device_, stream_, group);
+  complete_when_done(events_, *poller_, device_, stream_, group, std::move(span));
 }
 
 void StagedOperations::finish_with_result(const TensorEntry& entry, const Tensor& result,
                                           std::vector<std::int64_t> received_splits) {
   HVD_CUDA_CHECK(cudaSetDevice(device_));
+  TimelineSpan span(timeline_, "MEMCPY_OUT_HOST_BUFFER", entry);
   const std::size_t bytes = result.size_bytes();
   // stage_in waited for every earlier copy, so results_ is not in use.
   unsigned char* host = results_.reserve(bytes);
@@ -145,7 +150,7 @@ void StagedOperations::finish_with_result(const TensorEntry& entry, const Tensor
     HVD_CUDA_CHECK(
         cudaMemcpyAsync(output.data(), host, bytes, cudaMemcpyHostToDevice, as_stream(stream_)));
   }
-  complete_when_done(events_, *poller_, device_, stream_, {&entry}, output,
+  complete_when_done(events_, *poller_, device_, stream_, {&entry}, std::move(span), output,
                      std::move(received_splits));
 }
 

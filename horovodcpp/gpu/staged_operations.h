@@ -9,7 +9,10 @@
 // device on the staging stream, a completion event is recorded there, each
 // caller's stream is made to wait for it, and a CompletionPoller completes
 // the Works when it has happened. The pinned buffers are kept and grown,
-// never freed while a copy may still use them.
+// never freed while a copy may still use them. The timeline shows the
+// copies per tensor around the CPU backend's op: MEMCPY_IN_HOST_BUFFER
+// (waiting for the tensor's producer included) and MEMCPY_OUT_HOST_BUFFER
+// (until the poller sees it done).
 #pragma once
 
 #include <cstddef>
@@ -42,7 +45,8 @@ class PinnedBuffer {
 class StagedOperations : public DeviceOperations, public HostStaging {
  public:
   // `backend_name`: the CPU backend the executor stages for (for messages).
-  explicit StagedOperations(const std::string& backend_name);
+  // `timeline` may be null.
+  StagedOperations(const std::string& backend_name, Timeline* timeline);
   ~StagedOperations() override;
 
   const char* name() const override { return name_.c_str(); }
@@ -63,6 +67,7 @@ class StagedOperations : public DeviceOperations, public HostStaging {
   void ensure(int device);
 
   std::string name_;
+  Timeline* timeline_;
   CudaEvents events_;
   int device_ = -1;
   void* stream_ = nullptr;  // cudaStream_t, non-blocking

@@ -8,9 +8,11 @@
 // event. Built twice: gpu_collective_tests (NCCL, one GPU per rank) and
 // gpu_staged_tests (HVD_TEST_GPU_OPERATIONS=gloo unless
 // HOROVODCPP_GPU_OPERATIONS is set: staged through pinned host memory,
-// run under hvdrun with 1 to 4 ranks that may all share one GPU).
+// run under hvdrun with 1 to 4 ranks that may all share one GPU). Rank 0's
+// timeline shows a CUDA allreduce.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "../timeline_file.h"
 #include "gpu_test_util.h"
 #include "horovodcpp/horovodcpp.h"
 
@@ -285,6 +288,39 @@ TEST_F(EveryCollectiveTest, ReducescatterAverageAndFloat16) {
   EXPECT_EQ(w.output().shape()[0], rows / size + (rank < rows % size ? 1 : 0));
   EXPECT_FLOAT_EQ(got[0], first + (size - 1) / 2.0f);
   EXPECT_EQ(float(read_output<float16_t>(wh)[0]), float(first * size));
+}
+
+// Rank 0's timeline: the allreduce of a CUDA tensor on its row, on NCCL
+// (hierarchical where HOROVODCPP_HIERARCHICAL_ALLREDUCE is on across hosts)
+// from its queueing to its completion, or staged: the copies to and from
+// host memory around the CPU backend's allreduce.
+TEST_F(EveryCollectiveTest, AllreduceOnTheTimeline) {
+  const std::string path = test::timeline_path("gpu");  // rank 0's: it alone writes
+  hvd::start_timeline(path);
+  auto d = on_stream(std::vector<float>(1000, 1.0f));
+  allreduce_async(view_of(d->get(), {1000}), "every.timeline", ReduceOp::kSum).wait();
+  hvd::stop_timeline();
+  EXPECT_EQ(read(d->get(), 1000)[999], float(hvd::size()));
+  if (hvd::rank() != 0) return;
+  EXPECT_TRUE(test::valid_json(path)) << test::read_file(path).substr(0, 2000);
+  std::vector<std::string> phases;
+  for (const test::TracedEvent& e : test::traced_events(path)) {
+    if (e.row == "every.timeline" && e.name != "QUEUE" && e.name != "NEGOTIATE") {
+      phases.push_back(e.name);
+    }
+  }
+  const char* hierarchical = std::getenv("HOROVODCPP_HIERARCHICAL_ALLREDUCE");
+  if (staged()) {
+    ASSERT_EQ(phases.size(), 3u) << test::read_file(path);
+    EXPECT_EQ(phases[0], "MEMCPY_IN_HOST_BUFFER");
+    EXPECT_NE(phases[1].find("_ALLREDUCE"), std::string::npos) << phases[1];
+    EXPECT_EQ(phases[2], "MEMCPY_OUT_HOST_BUFFER");
+  } else if (hierarchical && std::string(hierarchical) == "1" && hvd::local_size() != hvd::size()) {
+    EXPECT_EQ(phases, std::vector<std::string>{"NCCL_HIERARCHICAL_ALLREDUCE"});
+  } else {
+    EXPECT_EQ(phases, std::vector<std::string>{"NCCL_ALLREDUCE"});
+  }
+  std::remove(path.c_str());
 }
 
 // join(): rank r has 1 + r steps, then joins; at step s the ranks r >= s

@@ -1,5 +1,7 @@
 // CompletionPoller with fake events: callbacks fire once the event is done,
-// on the poller's thread; health-check errors and shutdown fail what is pending.
+// on the poller's thread; health-check errors and shutdown fail what is
+// pending. complete_when_done: streams, Works and the timeline event that
+// ends when the poller sees the collective done.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "../timeline_file.h"
 #include "core/completion_poller.h"
 #include "core/device_completion.h"
 #include "horovodcpp/errors.h"
@@ -172,7 +175,7 @@ class DeviceCompletionTest : public ::testing::Test {
 // complete with the result once it is done.
 TEST_F(DeviceCompletionTest, CallersStreamsWaitAndWorksCompleteWithTheResult) {
   Tensor result(DataType::kFloat32, {3});
-  complete_when_done(events, poller, 0, &queue, {&entries[0], &entries[1]}, result, {1, 2});
+  complete_when_done(events, poller, 0, &queue, {&entries[0], &entries[1]}, {}, result, {1, 2});
   EXPECT_TRUE(events.waits(&stream_a, done));
   EXPECT_TRUE(events.waits(&stream_b, done));
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -188,11 +191,54 @@ TEST_F(DeviceCompletionTest, CallersStreamsWaitAndWorksCompleteWithTheResult) {
 // submitted tensors of the group complete as usual.
 TEST_F(DeviceCompletionTest, JoinedZerosAddNoStreamWait) {
   entries[1].joined = true;
-  complete_when_done(events, poller, 0, &queue, {&entries[0], &entries[1]});
+  complete_when_done(events, poller, 0, &queue, {&entries[0], &entries[1]}, {});
   EXPECT_TRUE(events.waits(&stream_a, done));
   EXPECT_FALSE(events.waits(&stream_b, done));
   events.complete(done);
   EXPECT_TRUE(eventually([&] { return entries[0].work->done(); }));
+}
+
+// One event per tensor on the timeline, from the span's start to when the
+// poller saw the completion event done, queued before the Works complete.
+TEST_F(DeviceCompletionTest, TimelineEventEndsWhenThePollerSeesTheEventDone) {
+  const std::string path = test::timeline_path("device_completion");
+  Timeline timeline(1 << 20);
+  timeline.start(path, false);
+  entries[0].request.name = "a";
+  entries[1].request.name = "b";
+  const std::vector<const TensorEntry*> group{&entries[0], &entries[1]};
+  const long long queued = test::timeline_micros();
+  complete_when_done(events, poller, 0, &queue, group,
+                     TimelineSpan(&timeline, "NCCL_ALLREDUCE", group));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the end differs from the start
+  const long long completed = test::timeline_micros();
+  events.complete(done);
+  for (TensorEntry& e : entries) ASSERT_TRUE(e.work->wait(std::chrono::seconds(10)));
+  timeline.stop();
+  test::expect_spans(test::traced_events(path, "NCCL_ALLREDUCE"), {"a", "b"}, queued, completed);
+  std::remove(path.c_str());
+}
+
+// A collective that failed (here: shut down before it completed) leaves no
+// event on the timeline.
+TEST(DeviceCompletion, FailedCollectiveLeavesNoTimelineEvent) {
+  const std::string path = test::timeline_path("device_failure");
+  Timeline timeline(1 << 20);
+  timeline.start(path, false);
+  FakeEvents events;
+  TensorEntry entry;
+  entry.request.name = "a";
+  entry.work = std::make_shared<detail::WorkState>();
+  {
+    CompletionPoller poller(events);
+    complete_when_done(events, poller, 0, nullptr, {&entry},
+                       TimelineSpan(&timeline, "NCCL_BROADCAST", entry));
+  }
+  ASSERT_TRUE(entry.work->done());
+  EXPECT_TRUE(entry.work->error());
+  timeline.stop();
+  EXPECT_TRUE(test::traced_events(path, "NCCL_BROADCAST").empty());
+  std::remove(path.c_str());
 }
 
 TEST(DeviceCompletion, FailedStreamWaitReleasesTheEventAndThrows) {
@@ -201,7 +247,7 @@ TEST(DeviceCompletion, FailedStreamWaitReleasesTheEventAndThrows) {
   events.fail_waits = true;
   TensorEntry entry;
   entry.work = std::make_shared<detail::WorkState>();
-  EXPECT_THROW(complete_when_done(events, poller, 0, nullptr, {&entry}), BackendError);
+  EXPECT_THROW(complete_when_done(events, poller, 0, nullptr, {&entry}, {}), BackendError);
   EXPECT_EQ(events.released(), 1u);
   EXPECT_EQ(poller.pending(), 0u);
 }

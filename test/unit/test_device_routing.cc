@@ -5,7 +5,8 @@
 // device operations (MPI/Gloo): every collective runs on the CPU backend
 // over the staging's host copies, whose results go back to the outputs.
 // join(): a joined rank's zeros group as the other ranks' tensors do and
-// reach the device (or the CPU backend, unstaged) like them.
+// reach the device (or the CPU backend, unstaged) like them. Staged
+// collectives show the CPU backend's op on the timeline, as CPU tensors do.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../timeline_file.h"
 #include "core/collective_executor.h"
 #include "horovodcpp/errors.h"
 
@@ -444,6 +446,34 @@ TEST_F(StagedRoutingTest, EveryOtherCollectiveIsStagedToo) {
   ASSERT_EQ(share.shape(), (std::vector<std::int64_t>{2}));
   EXPECT_EQ(share.data_as<float>()[1], 12.0f);
   EXPECT_EQ(rs, (std::vector<float>{5, 6, 7, 8}));  // the input is not clobbered
+}
+
+// Each staged collective's CPU op is on its tensor's row of the timeline
+// (the staging's copies are the staging's own events).
+TEST_F(StagedRoutingTest, TimelineShowsTheCpuOpOfEveryStagedCollective) {
+  const std::string path = test::timeline_path("staged_ops");
+  Timeline timeline(1 << 20);
+  timeline.start(path, false);
+  CollectiveExecutor executor(backend_, topology_, &timeline, &staging_);
+  std::vector<float> a{1, 2}, g{1, 2}, bc{7, 8}, at{3, 4}, rs{5, 6, 7, 8};
+  std::vector<Response> responses;
+  responses.push_back(submit("a", OpType::kAllreduce, a, a));
+  responses.push_back(submit("g", OpType::kAllgather, g, g));
+  responses.push_back(submit("b", OpType::kBroadcast, bc, bc));
+  responses.push_back(submit("t", OpType::kAlltoall, at, at));
+  responses.back().splits = {1, 1, 1, 1};
+  responses.push_back(submit("r", OpType::kReducescatter, rs, rs));
+  executor.execute_all(responses, queue_);
+  expect_ok();
+  timeline.stop();
+  std::vector<std::string> traced;
+  for (const test::TracedEvent& e : test::traced_events(path)) {
+    traced.push_back(e.row + " " + e.name);
+  }
+  EXPECT_EQ(traced, (std::vector<std::string>{"a MIRROR_ALLREDUCE", "g MIRROR_ALLGATHER",
+                                              "b MIRROR_BROADCAST", "t MIRROR_ALLTOALL",
+                                              "r MIRROR_REDUCESCATTER"}));
+  std::remove(path.c_str());
 }
 
 // Records what each allreduce is given (the buffer is not changed).

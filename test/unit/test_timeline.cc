@@ -1,37 +1,25 @@
 // The timeline's pieces: the Chrome-trace file writer (valid JSON, rows
 // named after tensors, byte budget), the bounded event queue (drops and
-// counts, never blocks) and the Timeline's start/stop.
+// counts, never blocks), the Timeline's start/stop and events from several
+// threads, and TimelineSpan (one event per tensor, ended on any thread).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <unistd.h>
+#include <thread>
+#include <vector>
 
+#include "../timeline_file.h"
 #include "core/timeline.h"
+#include "core/timeline_span.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {
 namespace {
 
-std::string temp_path(const std::string& tag) {
-  return "/tmp/hvd_timeline_unit_" + std::to_string(::getpid()) + "_" + tag + ".json";
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-bool valid_json(const std::string& path) {
-  const std::string command =
-      "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " + path;
-  return std::system(command.c_str()) == 0;
-}
+using test::read_file;
+using test::valid_json;
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -50,7 +38,7 @@ TimelineEvent complete(const std::string& row, const std::string& name, long lon
 }
 
 TEST(TimelineFileWriter, WritesValidChromeTraceWithNamedRows) {
-  const std::string path = temp_path("writer");
+  const std::string path = test::timeline_path("writer");
   {
     TimelineFileWriter writer(path, 1 << 20);
     writer.write(complete("fc1.grad", "NEGOTIATE", 100));
@@ -78,7 +66,7 @@ TEST(TimelineFileWriter, WritesValidChromeTraceWithNamedRows) {
 }
 
 TEST(TimelineFileWriter, StopsAtTheByteBudgetAndSaysSo) {
-  const std::string path = temp_path("budget");
+  const std::string path = test::timeline_path("budget");
   const long long budget = 4096;
   {
     TimelineFileWriter writer(path, budget);
@@ -113,7 +101,7 @@ TEST(TimelineEventQueue, DropsAndCountsWhenFullWithoutBlocking) {
 }
 
 TEST(Timeline, StartStopWritesEventsAndNegotiation) {
-  const std::string path = temp_path("timeline");
+  const std::string path = test::timeline_path("timeline");
   Timeline timeline(1 << 20);
   EXPECT_FALSE(timeline.active());
   timeline.instant("x", "before start");  // ignored
@@ -152,7 +140,7 @@ TEST(Timeline, StartStopWritesEventsAndNegotiation) {
 }
 
 TEST(Timeline, ReportsDroppedEventsInTheFile) {
-  const std::string path = temp_path("dropped");
+  const std::string path = test::timeline_path("dropped");
   Timeline timeline(1 << 20, /*queue_capacity=*/2);
   timeline.start(path, false);
   // Far more than the writer can drain between two pushes of a tight loop
@@ -162,6 +150,84 @@ TEST(Timeline, ReportsDroppedEventsInTheFile) {
   const std::string text = read_file(path);
   EXPECT_TRUE(valid_json(path));
   EXPECT_NE(text.find("events (queue full)"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+// As the coordinator and the GPU completion pollers do: complete() from
+// several threads while the timeline is restarted; every file stays valid.
+TEST(Timeline, EventsFromSeveralThreadsWhileRestarting) {
+  const std::string path = test::timeline_path("threads");
+  Timeline timeline(1 << 16);
+  timeline.start(path, false);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> producers;
+  for (int t = 0; t < 4; ++t) {
+    producers.emplace_back([&, t] {
+      const std::string row = "tensor." + std::to_string(t);
+      while (!stop) {
+        const auto now = TimelineClock::now();
+        timeline.complete(row, "NCCL_ALLREDUCE", now, now);
+      }
+    });
+  }
+  for (int restart = 0; restart < 5; ++restart) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    timeline.start(path, false);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  stop = true;
+  for (std::thread& producer : producers) producer.join();
+  timeline.stop();
+  EXPECT_TRUE(valid_json(path));
+  EXPECT_FALSE(test::traced_events(path, "NCCL_ALLREDUCE").empty());
+  std::remove(path.c_str());
+}
+
+TensorEntry named_entry(const std::string& name) {
+  TensorEntry entry;
+  entry.request.name = name;
+  return entry;
+}
+
+// One event per tensor, on its row, from the span's start to end(), which
+// another thread may call.
+TEST(TimelineSpan, EndsWithOneEventPerTensorOnAnyThread) {
+  const std::string path = test::timeline_path("span");
+  Timeline timeline(1 << 20);
+  timeline.start(path, false);
+  const TensorEntry a = named_entry("a"), b = named_entry("b");
+  const long long before = test::timeline_micros();
+  const TimelineSpan span(&timeline, "MEMCPY_IN_HOST_BUFFER", {&a, &b});
+  const TimelineSpan single(&timeline, "NCCL_BROADCAST", a);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // end and start differ
+  const long long ending = test::timeline_micros();
+  std::thread([&] {
+    span.end();
+    single.end();
+  }).join();
+  timeline.stop();
+  test::expect_spans(test::traced_events(path, "MEMCPY_IN_HOST_BUFFER"), {"a", "b"}, before,
+                     ending);
+  test::expect_spans(test::traced_events(path, "NCCL_BROADCAST"), {"a"}, before, ending);
+  std::remove(path.c_str());
+}
+
+// A span started while the timeline is off (or without one) records
+// nothing, even if the timeline is on by its end.
+TEST(TimelineSpan, StartedWhileOffRecordsNothing) {
+  const std::string path = test::timeline_path("span_off");
+  Timeline timeline(1 << 20);
+  const TensorEntry a = named_entry("a");
+  const TimelineSpan off(&timeline, "NCCL_ALLREDUCE", a);
+  const TimelineSpan none(nullptr, "NCCL_ALLREDUCE", a);
+  const TimelineSpan empty;
+  timeline.start(path, false);
+  off.end();
+  none.end();
+  empty.end();
+  timeline.stop();
+  EXPECT_TRUE(valid_json(path));
+  EXPECT_TRUE(test::traced_events(path).empty());
   std::remove(path.c_str());
 }
 

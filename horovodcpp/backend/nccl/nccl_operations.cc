@@ -4,6 +4,7 @@
 
 #include "core/batched_copy_plan.h"
 #include "core/device_completion.h"
+#include "core/timeline_span.h"
 #include "gpu/batched_copy.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_tensor.h"
@@ -20,8 +21,9 @@ void copy_all(const std::vector<CopyTask>& tasks, DataType dtype, CopyScale scal
 }  // namespace
 
 NcclOperations::NcclOperations(Controller& controller,
-                               std::unique_ptr<HierarchicalAllreduce> hierarchical)
-    : controller_(controller), hierarchical_(std::move(hierarchical)) {}
+                               std::unique_ptr<HierarchicalAllreduce> hierarchical,
+                               Timeline* timeline)
+    : controller_(controller), timeline_(timeline), hierarchical_(std::move(hierarchical)) {}
 
 NcclOperations::~NcclOperations() {
   poller_.reset();  // fails what is pending before the communicators go
@@ -128,11 +130,13 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
     HVD_CUDA_CHECK(cudaSetDevice(device_));
     if (!hierarchical_->has_communicator()) watched_->add(hierarchical_->communicator(device_));
     if (communicator_) order_after(hierarchical_->stream(), communicator_->stream());
+    TimelineSpan span(timeline_, "NCCL_HIERARCHICAL_ALLREDUCE", group);
     hierarchical_->allreduce(events_, device_, group, contributors);
-    complete_when_done(events_, *poller_, device_, hierarchical_->stream(), group);
+    complete_when_done(events_, *poller_, device_, hierarchical_->stream(), group, std::move(span));
     return;
   }
   wait_ready(group);
+  TimelineSpan span(timeline_, "NCCL_ALLREDUCE", group);
   cudaStream_t stream = communicator_->stream();
   const GroupPieces pieces = group_pieces(group);
   if (group.size() == 1 && !pieces.zeros) {
@@ -156,30 +160,35 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
     backend_->allreduce(buffer, pieces.total, dtype, op);
     copy_all(unpack_tasks(buffer, pieces.outputs, dtype_size(dtype)), dtype, postscale, stream);
   }
-  complete_when_done(events_, *poller_, device_, communicator_->stream(), group);
+  complete_when_done(events_, *poller_, device_, communicator_->stream(), group, std::move(span));
 }
 
 void NcclOperations::broadcast(const TensorEntry& entry) {
   wait_ready({&entry});
+  TimelineSpan span(timeline_, "NCCL_BROADCAST", entry);
   backend_->broadcast(entry.input.data, entry.input.num_elements(), entry.input.dtype,
                       entry.request.root_rank);
-  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry});
+  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry},
+                     std::move(span));
 }
 
 void NcclOperations::allgather(const TensorEntry& entry, const ResultPlan& plan) {
   wait_ready({&entry});
+  TimelineSpan span(timeline_, "NCCL_ALLGATHER", entry);
   Tensor output = device_tensor(device_, entry.input.dtype, plan.shape);
   backend_->allgatherv(entry.input.data, output.data(), plan.counts, entry.input.dtype);
-  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry}, output);
+  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry}, std::move(span),
+                     output);
 }
 
 void NcclOperations::alltoall(const TensorEntry& entry, const ResultPlan& plan) {
   wait_ready({&entry});
+  TimelineSpan span(timeline_, "NCCL_ALLTOALL", entry);
   Tensor output = device_tensor(device_, entry.input.dtype, plan.shape);
   backend_->alltoallv(entry.input.data, plan.send_counts, output.data(), plan.counts,
                       entry.input.dtype);
-  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry}, output,
-                     plan.received_splits);
+  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry}, std::move(span),
+                     output, plan.received_splits);
 }
 
 // NCCL may clobber its input: reduce a prescaled copy in the fusion buffer,
@@ -190,6 +199,7 @@ void NcclOperations::reducescatter(const TensorEntry& entry, const ResultPlan& p
   const DataType dtype = request.dtype;
   const std::uint64_t n = entry.input.num_elements();
   wait_ready({&entry});
+  TimelineSpan span(timeline_, "NCCL_REDUCESCATTER", entry);
   cudaStream_t stream = communicator_->stream();
   void* scratch = fusion_.reserve(n * dtype_size(dtype), stream);
   copy_all({{entry.input.data, scratch, n}}, dtype, CopyScale{1.0, request.prescale_factor},
@@ -201,7 +211,7 @@ void NcclOperations::reducescatter(const TensorEntry& entry, const ResultPlan& p
   if (!postscale.identity()) {
     copy_all({{output.data(), output.data(), mine}}, dtype, postscale, stream);
   }
-  complete_when_done(events_, *poller_, device_, stream, {&entry}, output);
+  complete_when_done(events_, *poller_, device_, stream, {&entry}, std::move(span), output);
 }
 
 }  // namespace hvd

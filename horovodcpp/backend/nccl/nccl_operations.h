@@ -9,6 +9,9 @@
 // which becomes the Work's output. With a HierarchicalAllreduce (the job's
 // set, HOROVODCPP_HIERARCHICAL_ALLREDUCE) allreduce runs through it; the
 // flat communicator is then created only when another collective needs it.
+// The timeline shows each collective per tensor (NCCL_ALLREDUCE,
+// NCCL_HIERARCHICAL_ALLREDUCE, NCCL_BROADCAST, ...) from its queueing to the
+// poller seeing it done; packing and unpacking fused tensors are inside it.
 #pragma once
 
 #include <memory>
@@ -29,7 +32,9 @@ class NcclOperations : public DeviceOperations {
   // The communicator is created at the first CUDA collective that needs it
   // (every rank of the set reaches it at the same response), over
   // `controller`. `hierarchical` (may be null) runs allreduce instead.
-  NcclOperations(Controller& controller, std::unique_ptr<HierarchicalAllreduce> hierarchical);
+  // `timeline` may be null.
+  NcclOperations(Controller& controller, std::unique_ptr<HierarchicalAllreduce> hierarchical,
+                 Timeline* timeline);
   ~NcclOperations() override;
 
   const char* name() const override { return "nccl"; }
@@ -66,6 +71,7 @@ class NcclOperations : public DeviceOperations {
   void order_after(void* later, void* earlier);
 
   Controller& controller_;
+  Timeline* timeline_;
   CudaEvents events_;
   int device_ = -1;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;

@@ -191,18 +191,31 @@ Tensor CollectiveExecutor::run_on_backend(const Response& response,
   return output;
 }
 
-// Every rank agreed on the device type, so every rank fails alike here.
+// Every rank agreed on the device type, so every rank fails alike at the
+// first check. The fusion key leaves the GPU index out (ranks use different
+// GPUs), so a fused group may hold this rank's tensors of two GPUs: refused
+// here, before the device reads one GPU's memory from the other's stream.
 void CollectiveExecutor::check_device_group(const Response& response,
-                                            const TensorEntry& first) const {
+                                            const std::vector<const TensorEntry*>& group) const {
+  const TensorEntry& first = *group.front();
   HVD_CHECK(device_ != nullptr, InvalidArgument,
             op_type_name(response.op_type)
                 << " of tensor '" << response.name << "': tensors on " << first.request.device.str()
                 << " need a build with CUDA (this one has none)");
+  const TensorEntry* submitted = nullptr;  // a joined rank's zeros are on no GPU of this rank
+  for (const TensorEntry* entry : group) {
+    if (entry->joined) continue;
+    if (submitted == nullptr) submitted = entry;
+    HVD_CHECK(entry->request.device == submitted->request.device, InvalidArgument,
+              "CUDA tensors of one rank must all be on the same GPU: '"
+                  << submitted->request.name << "' is on " << submitted->request.device.str()
+                  << ", '" << entry->request.name << "' on " << entry->request.device.str());
+  }
 }
 
 void CollectiveExecutor::run_on_device(const Response& response,
                                        const std::vector<const TensorEntry*>& group) {
-  check_device_group(response, *group.front());
+  check_device_group(response, group);
   if (HostStaging* staging = device_->staging()) return run_staged(*staging, response, group);
   const TensorEntry& entry = *group.front();
   switch (response.op_type) {

@@ -182,6 +182,21 @@ TEST_F(DeviceRoutingTest, CudaAndCpuTensorsAreNotFusedTogether) {
   EXPECT_EQ(backend_.calls, 1);
 }
 
+// The fusion key has the device type only (ranks use different GPUs), so
+// one rank's tensors on two GPUs fuse: the group is refused before the
+// device sees it (NCCL would read cuda:1's memory on cuda:0's stream).
+TEST_F(DeviceRoutingTest, FusedGroupOnTwoGpusOfOneRankIsRefused) {
+  CollectiveExecutor executor(backend_, topology_, nullptr, &device_);
+  executor.execute_all({submit("a", OpType::kAllreduce, Device::cuda(0)),
+                        submit("b", OpType::kAllreduce, Device::cuda(1))},
+                       queue_);
+  EXPECT_TRUE(device_.allreduces.empty());
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_NE(error_of(i).find("same GPU: 'a' is on cuda:0, 'b' on cuda:1"), std::string::npos)
+        << error_of(i);
+  }
+}
+
 TEST_F(DeviceRoutingTest, BroadcastGoesToTheDeviceOtherOpsFailClearly) {
   CollectiveExecutor executor(backend_, topology_, nullptr, &device_);
   executor.execute_all({submit("b", OpType::kBroadcast, Device::cuda(0)),

@@ -122,13 +122,20 @@ int CollectiveExecutor::contributors(const Response& response) const {
 // A joined rank's part in an allreduce: zeros of the agreed dtype and shape
 // in host memory, with a Work nobody waits for. CUDA tensors' device
 // operations take them as they are (staged) or zero device memory of their
-// own (NCCL), on this rank's GPU.
+// own (NCCL), on this rank's GPU: for those no host memory is allocated and
+// zeroed (every cycle, as large as the tensors, on the way to the others'
+// collective), the entry has its dtype and shape only.
 TensorEntry CollectiveExecutor::zeros_for(const Request& agreed) {
-  Tensor zeros(agreed.dtype, agreed.shape);
-  zero_tensors_.push_back(zeros);
   TensorEntry entry;
   entry.request = agreed;
-  entry.input = zeros.view();
+  if (agreed.device.type == DeviceType::kCUDA && device_ != nullptr &&
+      device_->staging() == nullptr) {
+    entry.input = TensorView(nullptr, agreed.dtype, agreed.shape, agreed.device);
+  } else {
+    Tensor zeros(agreed.dtype, agreed.shape);
+    zero_tensors_.push_back(zeros);
+    entry.input = zeros.view();
+  }
   entry.output = entry.input;
   entry.work = std::make_shared<detail::WorkState>();
   entry.joined = true;

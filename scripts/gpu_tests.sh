@@ -222,7 +222,7 @@ export HOROVODCPP_NCCL_TIMEOUT_SECONDS=${HOROVODCPP_NCCL_TIMEOUT_SECONDS:-60}
 
 status=0
 log "unit tests (CPU parts of the GPU work)"
-bounded "$BUILD/test/unit_tests" --gtest_filter='GpuOperations*:BatchedCopyPlan*:CompletionPoller*:DeviceRouting*:StagedRouting*:HostStaging*:DeviceCompletion*' \
+bounded "$BUILD/test/unit_tests" --gtest_filter='GpuOperations*:BatchedCopyPlan*:CompletionPoller*:DeviceRouting*:StagedRouting*:HostStaging*:DeviceCompletion*:Timeline*' \
   --gtest_output=xml:"$RESULTS/unit_tests.xml" >"$RESULTS/unit_tests.log" 2>&1 || status=1
 tail -3 "$RESULTS/unit_tests.log"
 log "GPU tests"
@@ -245,7 +245,7 @@ if [[ -n $HAVE_GLOO ]]; then
   [[ ${PIPESTATUS[0]} == 0 ]] || status=1
   set -e
   # Two ranks need two GPUs (NCCL: one rank per GPU).
-  if (( $(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true) >= 2 )); then
+  if (( $(bash test/gpu/gpu_count.sh) >= 2 )); then
     log "CUDA tensors through hvd::init at 2 ranks (hvdrun --gloo)"
     bounded "$BUILD/runner/hvdrun" -np 2 --gloo "$BUILD/test/gpu_collective_tests" \
       >"$RESULTS/gpu_collective_tests_np2.log" 2>&1 || status=1

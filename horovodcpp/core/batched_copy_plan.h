@@ -55,7 +55,7 @@ std::vector<CopyTask> unpack_tasks(const void* buffer,
 
 // A fused group's inputs and outputs as pieces (pointer, elements) for
 // pack_tasks / unpack_tasks, and the elements of all of them. A joined
-// rank's zeros (TensorEntry::joined, in host memory) are null pieces: the
+// rank's zeros (TensorEntry::joined, without device memory) are null pieces: the
 // caller zeroes the buffer before packing (`zeros`) and nothing reads
 // their result.
 struct GroupPieces {

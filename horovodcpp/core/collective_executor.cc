@@ -122,13 +122,20 @@ int CollectiveExecutor::contributors(const Response& response) const {
 // A joined rank's part in an allreduce: zeros of the agreed dtype and shape
 // in host memory, with a Work nobody waits for. CUDA tensors' device
 // operations take them as they are (staged) or zero device memory of their
-// own (NCCL), on this rank's GPU.
+// own (NCCL), on this rank's GPU: for those no host memory is allocated and
+// zeroed (every cycle, as large as the tensors, on the way to the others'
+// collective), the entry has its dtype and shape only.
 TensorEntry CollectiveExecutor::zeros_for(const Request& agreed) {
-  Tensor zeros(agreed.dtype, agreed.shape);
-  zero_tensors_.push_back(zeros);
   TensorEntry entry;
   entry.request = agreed;
-  entry.input = zeros.view();
+  if (agreed.device.type == DeviceType::kCUDA && device_ != nullptr &&
+      device_->staging() == nullptr) {
+    entry.input = TensorView(nullptr, agreed.dtype, agreed.shape, agreed.device);
+  } else {
+    Tensor zeros(agreed.dtype, agreed.shape);
+    zero_tensors_.push_back(zeros);
+    entry.input = zeros.view();
+  }
   entry.output = entry.input;
   entry.work = std::make_shared<detail::WorkState>();
   entry.joined = true;
@@ -191,18 +198,31 @@ Tensor CollectiveExecutor::run_on_backend(const Response& response,
   return output;
 }
 
-// Every rank agreed on the device type, so every rank fails alike here.
+// Every rank agreed on the device type, so every rank fails alike at the
+// first check. The fusion key leaves the GPU index out (ranks use different
+// GPUs), so a fused group may hold this rank's tensors of two GPUs: refused
+// here, before the device reads one GPU's memory from the other's stream.
 void CollectiveExecutor::check_device_group(const Response& response,
-                                            const TensorEntry& first) const {
+                                            const std::vector<const TensorEntry*>& group) const {
+  const TensorEntry& first = *group.front();
   HVD_CHECK(device_ != nullptr, InvalidArgument,
             op_type_name(response.op_type)
                 << " of tensor '" << response.name << "': tensors on " << first.request.device.str()
                 << " need a build with CUDA (this one has none)");
+  const TensorEntry* submitted = nullptr;  // a joined rank's zeros are on no GPU of this rank
+  for (const TensorEntry* entry : group) {
+    if (entry->joined) continue;
+    if (submitted == nullptr) submitted = entry;
+    HVD_CHECK(entry->request.device == submitted->request.device, InvalidArgument,
+              "CUDA tensors of one rank must all be on the same GPU: '"
+                  << submitted->request.name << "' is on " << submitted->request.device.str()
+                  << ", '" << entry->request.name << "' on " << entry->request.device.str());
+  }
 }
 
 void CollectiveExecutor::run_on_device(const Response& response,
                                        const std::vector<const TensorEntry*>& group) {
-  check_device_group(response, *group.front());
+  check_device_group(response, group);
   if (HostStaging* staging = device_->staging()) return run_staged(*staging, response, group);
   const TensorEntry& entry = *group.front();
   switch (response.op_type) {

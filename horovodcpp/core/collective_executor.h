@@ -65,7 +65,10 @@ class CollectiveExecutor {
   void run_on_device(const Response& response, const std::vector<const TensorEntry*>& group);
   void run_staged(HostStaging& staging, const Response& response,
                   const std::vector<const TensorEntry*>& group);
-  void check_device_group(const Response& response, const TensorEntry& first) const;
+  // CUDA tensors can run (a build with CUDA), and the group's submitted
+  // tensors are on one GPU.
+  void check_device_group(const Response& response,
+                          const std::vector<const TensorEntry*>& group) const;
 
   bool tracing() const { return timeline_ && timeline_->active(); }
   // One timeline event per tensor of `group` (when tracing).

@@ -11,7 +11,9 @@ namespace hvd {
 
 struct FusionCandidate {
   bool fusable = false;  // an allreduce that negotiated without error
-  std::string key;       // only equal keys fuse: dtype, op, scale factors, device
+  // Only equal keys fuse: dtype, op, scale factors, device type (not the
+  // GPU: ranks use different ones), the number of joined ranks.
+  std::string key;
   std::size_t bytes = 0; // what it takes in the fusion buffer
   // Grouped allreduce (Request::group_id; empty: none): a group's members
   // with equal keys fuse together whatever the threshold (even 0), as

@@ -30,7 +30,8 @@ struct TensorEntry {
   // (DeviceOperations::record_ready); null otherwise.
   std::shared_ptr<void> ready_event;
   // A joined rank's zeros (CollectiveExecutor::zeros_for): `input` is host
-  // memory whatever request.device says (another rank's), and no caller
+  // memory whatever request.device says (another rank's), or, for
+  // device-side operations (NCCL), no memory at all (null data); no caller
   // waits for the Work.
   bool joined = false;
   // When the user submitted it (the timeline's QUEUE phase).

@@ -20,14 +20,7 @@ hvdrun=$1
 tests=$2
 log=${3:-$(mktemp)}
 
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-# A container may lack nvidia-smi but not the device nodes.
-(( gpus > 0 )) || gpus=$(ls -d /dev/nvidia[0-9]* 2>/dev/null | wc -l)
-# nvidia-smi ignores CUDA_VISIBLE_DEVICES; the ranks do not.
-if [[ -n ${CUDA_VISIBLE_DEVICES+x} ]]; then
-  visible=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c . || true)
-  (( visible < gpus )) && gpus=$visible
-fi
+gpus=$(bash "$(dirname "$0")/gpu_count.sh")
 if [[ -z $gpus || $gpus -lt 1 ]]; then
   echo "SKIPPED: no CUDA device (neither nvidia-smi nor /dev/nvidia* shows a GPU)"
   exit 77

@@ -5,7 +5,8 @@
 // device operations (MPI/Gloo): every collective runs on the CPU backend
 // over the staging's host copies, whose results go back to the outputs.
 // join(): a joined rank's zeros group as the other ranks' tensors do and
-// reach the device (or the CPU backend, unstaged) like them. Staged
+// reach the device (dtype and shape only) or the CPU backend (host zeros,
+// unstaged) like them. Staged
 // collectives show the CPU backend's op on the timeline, as CPU tensors do.
 #include <gtest/gtest.h>
 
@@ -45,7 +46,11 @@ class FakeDevice : public DeviceOperations {
     if (fail) throw BackendError("device refused");
     std::vector<std::string> names;
     for (const TensorEntry* e : group) {
-      names.push_back(e->request.name + (e->joined ? " (zeros)" : ""));
+      // A joined rank's zeros: dtype and shape, no host memory to go with them.
+      const std::string zeros = e->input.data ? " (host zeros)"
+                                              : " (zeros of " +
+                                                    std::to_string(e->input.num_elements()) + ")";
+      names.push_back(e->request.name + (e->joined ? zeros : ""));
       e->work->complete();
     }
     allreduces.push_back(names);
@@ -182,6 +187,21 @@ TEST_F(DeviceRoutingTest, CudaAndCpuTensorsAreNotFusedTogether) {
   EXPECT_EQ(backend_.calls, 1);
 }
 
+// The fusion key has the device type only (ranks use different GPUs), so
+// one rank's tensors on two GPUs fuse: the group is refused before the
+// device sees it (NCCL would read cuda:1's memory on cuda:0's stream).
+TEST_F(DeviceRoutingTest, FusedGroupOnTwoGpusOfOneRankIsRefused) {
+  CollectiveExecutor executor(backend_, topology_, nullptr, &device_);
+  executor.execute_all({submit("a", OpType::kAllreduce, Device::cuda(0)),
+                        submit("b", OpType::kAllreduce, Device::cuda(1))},
+                       queue_);
+  EXPECT_TRUE(device_.allreduces.empty());
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_NE(error_of(i).find("same GPU: 'a' is on cuda:0, 'b' on cuda:1"), std::string::npos)
+        << error_of(i);
+  }
+}
+
 TEST_F(DeviceRoutingTest, BroadcastGoesToTheDeviceOtherOpsFailClearly) {
   CollectiveExecutor executor(backend_, topology_, nullptr, &device_);
   executor.execute_all({submit("b", OpType::kBroadcast, Device::cuda(0)),
@@ -255,8 +275,8 @@ TEST_F(DeviceRoutingTest, JoinedZerosFuseAsTheOtherRanksTensors) {
     return device.allreduces;
   };
   using Groups = std::vector<std::vector<std::string>>;
-  EXPECT_EQ(run_rank(0, {"a"}), (Groups{{"a", "b (zeros)"}}));
-  EXPECT_EQ(run_rank(1, {"b"}), (Groups{{"a (zeros)", "b"}}));
+  EXPECT_EQ(run_rank(0, {"a"}), (Groups{{"a", "b (zeros of 4)"}}));
+  EXPECT_EQ(run_rank(1, {"b"}), (Groups{{"a (zeros of 4)", "b"}}));
   EXPECT_EQ(run_rank(2, {"a", "b"}), (Groups{{"a", "b"}}));
 }
 

@@ -46,6 +46,9 @@ NcclCommunicator::NcclCommunicator(Controller& controller, int device,
             "rank 0 could not create the NCCL unique id");
   std::memcpy(id.internal, message.data(), sizeof(id.internal));
 
+  HVD_CHECK(device_ >= 0, BackendError,
+            "this rank sees no CUDA device, but takes part in a collective of CUDA tensors "
+            "(a joined rank adds its zeros on its GPU)");
   HVD_CUDA_CHECK(cudaSetDevice(device_));
   HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;

@@ -94,21 +94,24 @@ int NcclOperations::device_for(const std::vector<const TensorEntry*>& group) con
   }
   if (device_ >= 0) return device_;
   const int count = cuda_device_count();
-  HVD_CHECK(count > 0, BackendError,
-            "a joined rank takes part in an allreduce of CUDA tensors, but this rank sees no "
-            "CUDA device");
-  return controller_.topology().local_rank % count;
+  return count > 0 ? controller_.topology().local_rank % count : -1;
 }
 
+int NcclOperations::rank_device(int device) const { return device_ >= 0 ? device_ : device; }
+
 void NcclOperations::wait_ready(const std::vector<const TensorEntry*>& group) {
-  ensure(device_for(group));
-  HVD_CUDA_CHECK(cudaSetDevice(device_));
+  const int device = device_for(group);
+  // The communicator first: its id exchange must not miss a rank that fails
+  // here (a GPU other than its first, none at all), or the others would
+  // wait in it; a failure after the exchange is bounded by the timeout.
   if (!communicator_) {
-    communicator_ =
-        std::make_shared<NcclCommunicator>(controller_, device_, nccl_timeout_from_env());
+    communicator_ = std::make_shared<NcclCommunicator>(controller_, rank_device(device),
+                                                       nccl_timeout_from_env());
     backend_ = std::make_unique<NcclBackend>(communicator_);
     watched_->add(communicator_);
   }
+  ensure(device);
+  HVD_CUDA_CHECK(cudaSetDevice(device_));
   if (hierarchical_ && hierarchical_->has_communicator()) {
     order_after(communicator_->stream(), hierarchical_->stream());
   }
@@ -126,9 +129,13 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
   const CopyScale prescale{1.0, request.prescale_factor};
   const CopyScale postscale{average ? double(contributors) : 1.0, request.postscale_factor};
   if (hierarchical_) {
-    ensure(device_for(group));
+    const int device = device_for(group);
+    // The communicator first, as in wait_ready.
+    if (!hierarchical_->has_communicator()) {
+      watched_->add(hierarchical_->communicator(rank_device(device)));
+    }
+    ensure(device);
     HVD_CUDA_CHECK(cudaSetDevice(device_));
-    if (!hierarchical_->has_communicator()) watched_->add(hierarchical_->communicator(device_));
     if (communicator_) order_after(hierarchical_->stream(), communicator_->stream());
     TimelineSpan span(timeline_, "NCCL_HIERARCHICAL_ALLREDUCE", group);
     hierarchical_->allreduce(events_, device_, group, contributors);

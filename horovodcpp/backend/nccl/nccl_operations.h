@@ -59,8 +59,13 @@ class NcclOperations : public DeviceOperations {
   void ensure(int device);
   // This rank's GPU for `group`: its tensors'. A joined rank's zeros alone:
   // the GPU this rank used before, else local_rank modulo the visible GPUs
-  // (the GPU of the usual torch.cuda.set_device(hvd.local_rank())).
+  // (the GPU of the usual torch.cuda.set_device(hvd.local_rank())); -1 if
+  // it sees none (the communicator's creation then fails, after the id
+  // exchange).
   int device_for(const std::vector<const TensorEntry*>& group) const;
+  // The GPU this rank's communicators go on: the one fixed by ensure, else
+  // `device`.
+  int rank_device(int device) const;
   // The flat communicator over the set, created at first use on the
   // group's GPU; its stream waits for every entry's ready event.
   void wait_ready(const std::vector<const TensorEntry*>& group);

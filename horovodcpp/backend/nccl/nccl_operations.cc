@@ -10,15 +10,6 @@
 #include "gpu/device_tensor.h"
 
 namespace hvd {
-namespace {
-
-// Queues dst = src / divisor * factor for every (src, dst, count) task.
-void copy_all(const std::vector<CopyTask>& tasks, DataType dtype, CopyScale scale,
-              cudaStream_t stream) {
-  launch_batched_copies(tasks, dtype, scale, stream);
-}
-
-}  // namespace
 
 NcclOperations::NcclOperations(Controller& controller,
                                std::unique_ptr<HierarchicalAllreduce> hierarchical,
@@ -151,11 +142,11 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
     const TensorEntry& entry = *group.front();
     const std::uint64_t n = entry.input.num_elements();
     if (entry.input.data != entry.output.data || !prescale.identity()) {
-      copy_all({{entry.input.data, entry.output.data, n}}, dtype, prescale, stream);
+      launch_batched_copies({{entry.input.data, entry.output.data, n}}, dtype, prescale, stream);
     }
     backend_->allreduce(entry.output.data, n, dtype, op);
     if (!postscale.identity()) {
-      copy_all({{entry.output.data, entry.output.data, n}}, dtype, postscale, stream);
+      launch_batched_copies({{entry.output.data, entry.output.data, n}}, dtype, postscale, stream);
     }
   } else {
     const std::size_t bytes = pieces.total * dtype_size(dtype);
@@ -163,9 +154,11 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
     // A joined rank's zeros are the buffer itself, zeroed on the stream
     // before NCCL reads it (packing and unpacking skip them).
     if (pieces.zeros && bytes > 0) HVD_CUDA_CHECK(cudaMemsetAsync(buffer, 0, bytes, stream));
-    copy_all(pack_tasks(pieces.inputs, buffer, dtype_size(dtype)), dtype, prescale, stream);
+    launch_batched_copies(pack_tasks(pieces.inputs, buffer, dtype_size(dtype)), dtype, prescale,
+                          stream);
     backend_->allreduce(buffer, pieces.total, dtype, op);
-    copy_all(unpack_tasks(buffer, pieces.outputs, dtype_size(dtype)), dtype, postscale, stream);
+    launch_batched_copies(unpack_tasks(buffer, pieces.outputs, dtype_size(dtype)), dtype, postscale,
+                          stream);
   }
   complete_when_done(events_, *poller_, device_, communicator_->stream(), group, std::move(span));
 }
@@ -209,14 +202,14 @@ void NcclOperations::reducescatter(const TensorEntry& entry, const ResultPlan& p
   TimelineSpan span(timeline_, "NCCL_REDUCESCATTER", entry);
   cudaStream_t stream = communicator_->stream();
   void* scratch = fusion_.reserve(n * dtype_size(dtype), stream);
-  copy_all({{entry.input.data, scratch, n}}, dtype, CopyScale{1.0, request.prescale_factor},
-           stream);
+  launch_batched_copies({{entry.input.data, scratch, n}}, dtype,
+                        CopyScale{1.0, request.prescale_factor}, stream);
   Tensor output = device_tensor(device_, dtype, plan.shape);
   backend_->reducescatter(scratch, output.data(), plan.counts, dtype, ReduceOp::kSum);
   const CopyScale postscale{divisor, request.postscale_factor};
   const std::uint64_t mine = static_cast<std::uint64_t>(output.num_elements());
   if (!postscale.identity()) {
-    copy_all({{output.data(), output.data(), mine}}, dtype, postscale, stream);
+    launch_batched_copies({{output.data(), output.data(), mine}}, dtype, postscale, stream);
   }
   complete_when_done(events_, *poller_, device_, stream, {&entry}, std::move(span), output);
 }

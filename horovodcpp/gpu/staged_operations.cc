@@ -92,11 +92,9 @@ std::vector<TensorView> StagedOperations::stage_in(const std::vector<const Tenso
   const TimelineSpan span(timeline_, "MEMCPY_IN_HOST_BUFFER", group);
   cudaStream_t stream = as_stream(stream_);
   std::vector<std::size_t> bytes;
-  for (const TensorEntry* entry : group) {
-    HVD_CHECK_EQ(entry->input.device.index, device_, InvalidArgument,
-                 "CUDA tensors of one rank must all be on the same GPU");
-    bytes.push_back(entry->input.size_bytes());
-  }
+  // One GPU: the executor checked the group's tensors share one, ensure()
+  // that it is this rank's.
+  for (const TensorEntry* entry : group) bytes.push_back(entry->input.size_bytes());
   const StagingPlan plan = plan_staging(bytes);
   // The previous collective's copies out of inputs_ may still be queued:
   // they must be done before the memory is given back.

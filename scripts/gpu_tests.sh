@@ -218,6 +218,15 @@ fi
 # is every NCCL wait (then the communicator is aborted and the step fails).
 STEP_TIMEOUT=${HVD_GPU_STEP_TIMEOUT:-240}
 bounded() { timeout -s INT -k 20 "$STEP_TIMEOUT" "$@"; }
+# A step's exit status: 77 (every GPU test skipped: no usable device) fails
+# the run like any other non-zero status, named as such.
+judge() {  # name, exit status, log
+  case $2 in
+    0) ;;
+    77) echo "$1 SKIPPED: no usable CUDA device"; status=1 ;;
+    *) echo "$1 FAILED (exit $2; $3)"; status=1 ;;
+  esac
+}
 export HOROVODCPP_NCCL_TIMEOUT_SECONDS=${HOROVODCPP_NCCL_TIMEOUT_SECONDS:-60}
 
 status=0
@@ -231,19 +240,15 @@ NCCL_DEBUG=${NCCL_DEBUG:-WARN} bounded "$BUILD/test/gpu_tests" --gtest_output=xm
   | tee "$RESULTS/gpu_tests.log"
 gpu_status=${PIPESTATUS[0]}
 set -e
-if [[ $gpu_status == 77 ]]; then
-  echo "GPU tests SKIPPED: no usable CUDA device (see the reason above)"
-  status=1
-elif [[ $gpu_status != 0 ]]; then
-  status=1
-fi
+judge gpu_tests "$gpu_status" "$RESULTS/gpu_tests.log"
 if [[ -n $HAVE_GLOO ]]; then
   log "CUDA tensors through hvd::init (one rank, Gloo control plane)"
   set +e
   NCCL_DEBUG=${NCCL_DEBUG:-WARN} bounded "$BUILD/test/gpu_collective_tests" \
     --gtest_output=xml:"$RESULTS/gpu_collective_tests.xml" 2>&1 | tee "$RESULTS/gpu_collective_tests.log"
-  [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+  collective_status=${PIPESTATUS[0]}
   set -e
+  judge gpu_collective_tests "$collective_status" "$RESULTS/gpu_collective_tests.log"
   # Two ranks need two GPUs (NCCL: one rank per GPU).
   if (( $(bash test/gpu/gpu_count.sh) >= 2 )); then
     log "CUDA tensors through hvd::init at 2 ranks (hvdrun --gloo)"
@@ -259,13 +264,7 @@ if [[ -n $HAVE_GLOO ]]; then
     "$BUILD/test/gpu_collective_tests" "$RESULTS/gpu_hierarchical_tests.log"
   hier_status=$?
   set -e
-  if [[ $hier_status == 77 ]]; then
-    echo "gpu_hierarchical_tests SKIPPED: no usable CUDA device"
-    status=1
-  elif [[ $hier_status != 0 ]]; then
-    echo "gpu_hierarchical_tests FAILED (exit $hier_status; $RESULTS/gpu_hierarchical_tests.log)"
-    status=1
-  fi
+  judge gpu_hierarchical_tests "$hier_status" "$RESULTS/gpu_hierarchical_tests.log"
   log "CUDA tensors staged through pinned host memory onto Gloo (1, 2, 4 ranks sharing GPU 0)"
   for np in 1 2 4; do
     set +e
@@ -275,13 +274,7 @@ if [[ -n $HAVE_GLOO ]]; then
     staged_status=$?
     set -e
     grep -E "^\[0\].*(PASSED|FAILED|SKIPPED|every GPU test skipped)" "$RESULTS/gpu_staged_tests_np$np.log" | tail -4 || true
-    if [[ $staged_status == 77 ]]; then
-      echo "gpu_staged_tests np=$np SKIPPED: no usable CUDA device"
-      status=1
-    elif [[ $staged_status != 0 ]]; then
-      echo "gpu_staged_tests np=$np FAILED (exit $staged_status; $RESULTS/gpu_staged_tests_np$np.log)"
-      status=1
-    fi
+    judge "gpu_staged_tests np=$np" "$staged_status" "$RESULTS/gpu_staged_tests_np$np.log"
   done
 fi
 if [[ -n $python_reason ]]; then
@@ -294,13 +287,13 @@ else
     while [[ $1 != -- ]]; do env+=("$1"); shift; done
     shift
     set +e
-    env PYTHONPATH="$BUILD/python" PYTHONUNBUFFERED=1 HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS=120 \
-      "${env[@]}" timeout -s INT -k 20 "$STEP_TIMEOUT" "$BUILD/runner/hvdrun" -np "$np" --gloo \
+    bounded env PYTHONPATH="$BUILD/python" PYTHONUNBUFFERED=1 HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS=120 \
+      "${env[@]}" "$BUILD/runner/hvdrun" -np "$np" --gloo \
       "$PY" -m pytest -x -q -rs -p no:cacheprovider --color=no "$@" >"$RESULTS/$name.log" 2>&1
     local rc=$?
     set -e
     grep -E "^\[0\].* (passed|failed|error)" "$RESULTS/$name.log" | tail -2 || true
-    [[ $rc == 0 ]] || { echo "$name FAILED (exit $rc; $RESULTS/$name.log)"; status=1; }
+    judge "$name" "$rc" "$RESULTS/$name.log"
   }
   log "horovodcpp.torch CUDA tensors on NCCL (1 rank, $("$PY" -c 'import torch; print("torch", torch.__version__)'))"
   pytest_run python_cuda_nccl_np1 1 HOROVODCPP_TEST_REQUIRE_GPU=1 -- "$ROOT/test/python/test_torch_cuda.py"

@@ -24,6 +24,7 @@ cross_rank = _core.cross_rank
 
 _state = {"atexit": False}
 
+
 def init(comm=None, process_sets=None):
     """Starts horovodcpp on every rank that hvdrun (or mpirun) launched.
     Settings come from HOROVODCPP_* (or Horovod's HOROVOD_*) environment

@@ -16,8 +16,6 @@
 namespace hvdrun {
 namespace {
 
-const char kRankPrefix[] = "HOROVODCPP_";
-
 std::string short_name(const std::string& host) { return host.substr(0, host.find('.')); }
 
 }  // namespace
@@ -105,21 +103,31 @@ std::vector<ChildSpec> gloo_children(const Options& options,
   for (const RankPlacement& p : placements) {
     // Later entries win: the job's own values over anything forwarded.
     std::map<std::string, std::string> env = forwarded;
-    for (const auto& [key, value] : options.rank_settings) {
-      env[key.rfind(kRankPrefix, 0) == 0 ? key : kRankPrefix + key] = value;
+    for (const auto& [key, value] : options.rank_settings) env[key] = value;
+    const std::pair<const char*, std::string> placement[] = {
+        {"RANK", std::to_string(p.rank)},
+        {"SIZE", size},
+        {"LOCAL_RANK", std::to_string(p.local_rank)},
+        {"LOCAL_SIZE", std::to_string(p.local_size)},
+        {"CROSS_RANK", std::to_string(p.cross_rank)},
+        {"CROSS_SIZE", std::to_string(p.cross_size)},
+        {"HOSTNAME", p.host}};
+    // Horovod's names too: scripts shard their data with them before init().
+    for (const auto& [name, value] : placement) {
+      env[std::string("HOROVODCPP_") + name] = value;
+      env[std::string("HOROVOD_") + name] = value;
     }
-    env["HOROVODCPP_RANK"] = std::to_string(p.rank);
-    env["HOROVODCPP_SIZE"] = size;
-    env["HOROVODCPP_LOCAL_RANK"] = std::to_string(p.local_rank);
-    env["HOROVODCPP_LOCAL_SIZE"] = std::to_string(p.local_size);
-    env["HOROVODCPP_CROSS_RANK"] = std::to_string(p.cross_rank);
-    env["HOROVODCPP_CROSS_SIZE"] = std::to_string(p.cross_size);
-    env["HOROVODCPP_HOSTNAME"] = p.host;
     env["HOROVODCPP_CPU_OPERATIONS"] = "gloo";
     env["HOROVODCPP_GLOO_RENDEZVOUS_ADDR"] = rendezvous.host;
     env["HOROVODCPP_GLOO_RENDEZVOUS_PORT"] = std::to_string(rendezvous.port);
-    if (!options.network_interface.empty()) {
-      env["HOROVODCPP_GLOO_IFACE"] = options.network_interface;
+    if (!options.network_interfaces.empty()) {
+      // Gloo uses one interface; NCCL may use them all (as horovodrun does).
+      env["HOROVODCPP_GLOO_IFACE"] = options.network_interfaces.front();
+      std::string all;
+      for (const std::string& name : options.network_interfaces) {
+        all += (all.empty() ? "" : ",") + name;
+      }
+      env["NCCL_SOCKET_IFNAME"] = all;
     }
 
     ChildSpec child;

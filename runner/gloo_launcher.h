@@ -22,9 +22,11 @@ struct RendezvousAddress {
 bool is_local_host(const std::string& host);
 
 // One child per rank. Each gets HOROVODCPP_RANK, _SIZE, _LOCAL_RANK,
-// _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE, _HOSTNAME (its host as listed),
-// _CPU_OPERATIONS=gloo, _GLOO_RENDEZVOUS_ADDR/_PORT, _GLOO_IFACE (when
-// --network-interface), the rank settings, and `forwarded` (see
+// _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE, _HOSTNAME (its host as listed) and
+// the same seven by Horovod's names (HOROVOD_RANK, ...);
+// HOROVODCPP_CPU_OPERATIONS=gloo, _GLOO_RENDEZVOUS_ADDR/_PORT; with
+// --network-interface, HOROVODCPP_GLOO_IFACE (the first) and
+// NCCL_SOCKET_IFNAME (all); the rank settings; and `forwarded` (see
 // environment.h). A remote rank runs as: the remote-shell words with {host}
 // substituted, then ONE argument holding the shell command
 // "cd CWD && exec env K=V ... COMMAND" (every word shell-quoted).

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "runner/check_build.h"
 #include "runner/environment.h"
 #include "runner/gloo_launcher.h"
 #include "runner/hosts.h"
@@ -43,6 +44,9 @@
 #endif
 #ifndef HVDRUN_HAVE_GLOO
 #define HVDRUN_HAVE_GLOO 0
+#endif
+#ifndef HVDRUN_HAVE_NCCL
+#define HVDRUN_HAVE_NCCL 0
 #endif
 
 namespace hvdrun {
@@ -102,16 +106,15 @@ std::string capture(const std::string& command) {
 }
 
 void print_check_build() {
-  auto yes = [](bool b) { return b ? "yes" : "no"; };
-  std::cout << "hvdrun " << HVDRUN_VERSION << " (horovodcpp)\n"
-            << "  MPI:              " << yes(HVDRUN_HAVE_MPI) << "\n"
-            << "  Gloo:             " << yes(HVDRUN_HAVE_GLOO) << "\n"
-            << "  CUDA:             no\n"
-            << "  NCCL:             no\n"
-            << "  Python bindings:  no\n";
-  std::string mpirun = find_in_path("mpirun");
-  std::cout << "  mpirun on PATH:   "
-            << (mpirun.empty() ? std::string("no (hvdrun defaults to --gloo)") : mpirun) << "\n";
+  BuildInfo info;
+  info.version = HVDRUN_VERSION;
+  info.mpi = HVDRUN_HAVE_MPI;
+  info.gloo = HVDRUN_HAVE_GLOO;
+  info.nccl = HVDRUN_HAVE_NCCL;
+  // Importing a framework takes seconds; a broken install must not hang -cb.
+  info.tensorflow = python_module_imports("horovodcpp.tensorflow", 120);
+  info.torch = python_module_imports("horovodcpp.torch", 120);
+  std::cout << check_build_text(info);
 }
 
 struct JobHosts {
@@ -202,10 +205,11 @@ std::string route_source_address(const std::string& host) {
 
 std::string rendezvous_host(const Options& options, const std::vector<std::string>& remote_hosts) {
   if (remote_hosts.empty()) return "127.0.0.1";
-  if (!options.network_interface.empty()) {
-    std::string address = interface_ipv4(options.network_interface);
+  if (!options.network_interfaces.empty()) {
+    const std::string& interface_name = options.network_interfaces.front();
+    std::string address = interface_ipv4(interface_name);
     if (address.empty()) {
-      usage("--network-interface " + options.network_interface + " has no IPv4 address here");
+      usage("--network-interface " + interface_name + " has no IPv4 address here");
     }
     return address;
   }
@@ -404,24 +408,19 @@ int run_mpi(const Options& options, const std::vector<Host>& hosts, int num_proc
 }
 
 int run(const std::vector<std::string>& args) {
-  Options options = parse_options(args);
+  std::map<std::string, std::string> env = current_environment();
+  Options options = parse_options(args, env);
   if (options.help) {
     std::cout << help_text();
+    return 0;
+  }
+  if (options.version) {
+    std::cout << HVDRUN_VERSION << "\n";
     return 0;
   }
   if (options.check_build) {
     print_check_build();
     return 0;
-  }
-  std::map<std::string, std::string> env = current_environment();
-  if (options.remote_shell.empty()) {
-    auto it = env.find("HVDRUN_REMOTE_SHELL");
-    if (it != env.end() && !it->second.empty()) {
-      if (it->second.find("{host}") == std::string::npos) {
-        usage("HVDRUN_REMOTE_SHELL='" + it->second + "' must contain {host}");
-      }
-      options.remote_shell = it->second;
-    }
   }
 
   JobHosts job = resolve_hosts(options, env);
@@ -441,6 +440,9 @@ int run(const std::vector<std::string>& args) {
               << job.source << "), " << (mode == Mode::kMpi ? "MPI" : "Gloo") << " mode\n";
   }
   if (mode == Mode::kMpi) return run_mpi(options, job.hosts, num_proc, env);
+  if (!options.mpi_args.empty() || !options.binding_args.empty()) {
+    std::cerr << "hvdrun: Gloo mode: --mpi-args and --binding-args do not apply (no mpirun)\n";
+  }
   return run_gloo(options, placements, env);
 }
 

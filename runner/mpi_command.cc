@@ -45,20 +45,41 @@ std::string remote_shell_agent(const std::string& remote_shell) {
   return before;
 }
 
-// Settings the ranks get with a value: the interface's and --fusion... etc.
+// "eth0,eth1".
+std::string interface_list(const Options& options) {
+  std::string list;
+  for (const std::string& name : options.network_interfaces) {
+    list += (list.empty() ? "" : ",") + name;
+  }
+  return list;
+}
+
+// Settings the ranks get with a value: the interfaces' and --fusion... etc.
 std::map<std::string, std::string> set_values(const Options& options) {
   std::map<std::string, std::string> values = options.rank_settings;
-  if (!options.network_interface.empty()) {
-    values["NCCL_SOCKET_IFNAME"] = options.network_interface;
-  }
+  if (!options.network_interfaces.empty()) values["NCCL_SOCKET_IFNAME"] = interface_list(options);
   return values;
+}
+
+// hvdrun's binding words, or --binding-args instead (as in horovodrun).
+void append_binding(const Options& options, std::vector<std::string>& argv,
+                    const std::vector<std::string>& default_words) {
+  const auto& words = options.binding_args.empty() ? default_words : options.binding_args;
+  argv.insert(argv.end(), words.begin(), words.end());
+}
+
+// --mpi-args: right before the command, where horovodrun puts them.
+void append_command(const Options& options, std::vector<std::string>& argv) {
+  argv.insert(argv.end(), options.mpi_args.begin(), options.mpi_args.end());
+  argv.insert(argv.end(), options.command.begin(), options.command.end());
 }
 
 std::vector<std::string> open_mpi_command(const Options& options, const MpiLaunch& launch) {
   std::vector<std::string> argv = {"mpirun"};
   if (launch.is_root) argv.push_back("--allow-run-as-root");
   argv.insert(argv.end(), {"--tag-output", "-np", std::to_string(launch.num_proc), "-H",
-                           host_list_text(launch.hosts), "--bind-to", "none", "--map-by", "slot"});
+                           host_list_text(launch.hosts)});
+  append_binding(options, argv, {"--bind-to", "none", "--map-by", "slot"});
   if (oversubscribed(launch)) {
     // Open MPI only yields the core while waiting when it knows it is
     // oversubscribed; the slots hvdrun declares hide that, and busy-polling
@@ -68,8 +89,8 @@ std::vector<std::string> open_mpi_command(const Options& options, const MpiLaunc
     }
   }
   argv.insert(argv.end(), {"-mca", "pml", "ob1", "-mca", "btl", "^openib"});
-  if (!options.network_interface.empty()) {
-    argv.insert(argv.end(), {"-mca", "btl_tcp_if_include", options.network_interface});
+  if (!options.network_interfaces.empty()) {
+    argv.insert(argv.end(), {"-mca", "btl_tcp_if_include", interface_list(options)});
   }
   if (has_remote_host(launch)) {
     std::string rsh_args;
@@ -90,16 +111,21 @@ std::vector<std::string> open_mpi_command(const Options& options, const MpiLaunc
     if (!values.count(entry.first)) argv.insert(argv.end(), {"-x", entry.first});
   }
   for (const auto& [name, value] : values) argv.insert(argv.end(), {"-x", name + "=" + value});
-  argv.insert(argv.end(), options.command.begin(), options.command.end());
+  append_command(options, argv);
   return argv;
 }
 
 std::vector<std::string> mpich_command(const Options& options, const MpiLaunch& launch) {
   std::vector<std::string> argv = {"mpiexec", "-prepend-rank", "-n",
                                    std::to_string(launch.num_proc), "-hosts",
-                                   host_list_text(launch.hosts), "-bind-to", "none"};
-  if (!options.network_interface.empty()) {
-    argv.insert(argv.end(), {"-iface", options.network_interface});
+                                   host_list_text(launch.hosts)};
+  append_binding(options, argv, {"-bind-to", "none"});
+  if (options.network_interfaces.size() > 1) {
+    usage("MPICH (Hydra) takes one network interface (-iface), got " + interface_list(options) +
+          "; use --gloo or Open MPI for several");
+  }
+  if (!options.network_interfaces.empty()) {
+    argv.insert(argv.end(), {"-iface", options.network_interfaces.front()});
   }
   if (has_remote_host(launch)) {
     if (options.ssh_port || !options.ssh_identity_file.empty()) {
@@ -126,7 +152,7 @@ std::vector<std::string> mpich_command(const Options& options, const MpiLaunch& 
   }
   if (!names.empty()) argv.insert(argv.end(), {"-genvlist", names});
   for (const auto& [name, value] : values) argv.insert(argv.end(), {"-genv", name, value});
-  argv.insert(argv.end(), options.command.begin(), options.command.end());
+  append_command(options, argv);
   return argv;
 }
 

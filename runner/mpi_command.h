@@ -36,14 +36,16 @@ struct MpiLaunch {
 // Open MPI:
 //   mpirun [--allow-run-as-root] --tag-output -np N -H h1:4,h2:4
 //     --bind-to none --map-by slot [--oversubscribe] -mca pml ob1 -mca btl ^openib
-//     [-mca btl_tcp_if_include IF -x NCCL_SOCKET_IFNAME=IF]
+//     [-mca btl_tcp_if_include IF1,IF2 -x NCCL_SOCKET_IFNAME=IF1,IF2]
 //     [-mca plm_rsh_args "-p PORT -i KEY"] [-mca plm_rsh_agent AGENT]
-//     [--output-filename DIR] -x VAR... -x SETTING=VALUE... command...
+//     [--output-filename DIR] -x VAR... -x SETTING=VALUE... [MPI_ARGS...] command...
 // MPICH (Hydra):
 //   mpiexec -prepend-rank -n N -hosts h1:4,h2:4 -bind-to none [-iface IF]
 //     [-launcher-exec AGENT] [-outfile-pattern DIR/rank.%r.stdout
 //     -errfile-pattern DIR/rank.%r.stderr] [-genvlist VAR,...]
-//     [-genv SETTING VALUE]... command...
+//     [-genv SETTING VALUE]... [MPI_ARGS...] command...
+// --binding-args replaces "--bind-to none --map-by slot" (MPICH: "-bind-to
+// none"); --mpi-args are the MPI_ARGS.
 // Throws UsageError for what the flavor cannot express.
 std::vector<std::string> mpi_command(const Options& options, const MpiLaunch& launch);
 

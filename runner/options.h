@@ -1,4 +1,6 @@
-// hvdrun's command line, parsed into one plain struct.
+// hvdrun's command line, parsed into one plain struct. hvdrun accepts every
+// flag of horovodrun 0.28.1 (runner/flags.cc lists them, with what each does
+// here), so a Horovod job script works with `horovodrun` replaced by `hvdrun`.
 #pragma once
 
 #include <map>
@@ -15,17 +17,21 @@ struct Options {
   std::string hosts;                   // -H h1:4,h2:4
   std::string hostfile;                // --hostfile
   Mode mode = Mode::kAuto;             // --mpi | --gloo (auto: MPI if mpirun exists)
-  std::string network_interface;       // --network-interface
+  // --network-interface(s): in the order given, without repeats. Gloo uses
+  // the first; mpirun and NCCL get them all.
+  std::vector<std::string> network_interfaces;
   std::optional<int> ssh_port;         // -p
   std::string ssh_identity_file;       // -i
   std::string output_filename;         // --output-filename DIR
   bool verbose = false;                // --verbose
-  int start_timeout_seconds = 30;      // --start-timeout
-  bool check_build = false;            // --check-build
-  bool help = false;                   // --help / -h
-  // Settings forwarded to every rank as HOROVODCPP_* variables
-  // (--fusion-threshold-mb, --cycle-time-ms, --cache-capacity,
-  // --timeline-filename, --log-level, and those from --config-file).
+  int start_timeout_seconds = 30;      // --start-timeout, else HOROVOD_START_TIMEOUT
+  std::vector<std::string> mpi_args;      // --mpi-args: words added before the command
+  std::vector<std::string> binding_args;  // --binding-args: replace mpirun's binding words
+  bool check_build = false;            // -cb, --check-build
+  bool version = false;                // -v, --version
+  bool help = false;                   // -h, --help
+  // Variables every rank gets, by their full names (HOROVODCPP_CYCLE_TIME,
+  // NCCL_IB_DISABLE, ...): from the settings flags and --config-file.
   std::map<std::string, std::string> rank_settings;
   // How a command reaches a remote host; "{host}" is replaced by the host.
   // Default "ssh [-p PORT] [-i KEY] -o BatchMode=yes {host}"; tests use
@@ -35,8 +41,11 @@ struct Options {
 };
 
 // Throws UsageError (one clear line) for unknown flags, missing values,
-// malformed numbers, a missing command (unless --help/--check-build).
-Options parse_options(const std::vector<std::string>& args);
+// malformed numbers, horovodrun flags whose feature hvdrun lacks, a missing
+// command (unless --help, --version or --check-build). `env` supplies
+// HVDRUN_REMOTE_SHELL and HOROVOD_START_TIMEOUT where no flag gave them.
+Options parse_options(const std::vector<std::string>& args,
+                      const std::map<std::string, std::string>& env = {});
 std::string help_text();
 
 struct UsageError {

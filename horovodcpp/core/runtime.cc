@@ -55,7 +55,8 @@ Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
   const Topology& job = transport.controller->topology();
   set_log_rank(job.rank);
   if (job.rank == 0) {
-    if (auto path = env_setting("TIMELINE"); path && !path->empty()) {
+    // "DYNAMIC" (Horovod's word): no file until start_timeline() names one.
+    if (auto path = env_setting("TIMELINE"); path && !path->empty() && *path != "DYNAMIC") {
       timeline_.start(*path, env_int("TIMELINE_MARK_CYCLES", 0) != 0);
     }
   }

@@ -133,6 +133,8 @@ StallSettings StallSettings::from_env() {
   settings.check_seconds = seconds_setting("STALL_CHECK_TIME_SECONDS", settings.check_seconds);
   settings.shutdown_seconds =
       seconds_setting("STALL_SHUTDOWN_TIME_SECONDS", settings.shutdown_seconds);
+  // As in Horovod, disabling the check also disables the shutdown it leads to.
+  if (env_int("STALL_CHECK_DISABLE", 0) > 0) settings.check_seconds = settings.shutdown_seconds = 0;
   return settings;
 }
 

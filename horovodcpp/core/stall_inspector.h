@@ -32,7 +32,8 @@ struct StallSettings {
   double shutdown_seconds = 600;
 
   // HOROVODCPP_STALL_CHECK_TIME_SECONDS, HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS
-  // (or their HOROVOD_* names). Negative values are an InvalidArgument.
+  // (or their HOROVOD_* names); both 0 when HOROVODCPP_STALL_CHECK_DISABLE
+  // is a number > 0. Negative or malformed values are an InvalidArgument.
   static StallSettings from_env();
 };
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,24 @@ namespace {
 
 using hvd::test::read_file;
 using hvd::test::valid_json;
+
+// Horovod's HOROVOD_TIMELINE=DYNAMIC (ctest's timeline_tests_dynamic_*): init()
+// writes no timeline (before, rank 0 wrote one to a file named "DYNAMIC" in
+// the working directory); the other tests then start and stop it at run time.
+TEST(Timeline, DynamicStartsNoTimelineAtInit) {
+  const char* setting = std::getenv("HOROVOD_TIMELINE");
+  if (setting == nullptr || std::string(setting) != "DYNAMIC") {
+    GTEST_SKIP() << "runs with HOROVOD_TIMELINE=DYNAMIC";
+  }
+  hvd::barrier();
+  if (hvd::rank() != 0) return;
+  std::FILE* file = std::fopen("DYNAMIC", "r");
+  EXPECT_EQ(file, nullptr) << "init() wrote a timeline to ./DYNAMIC";
+  if (file != nullptr) {
+    std::fclose(file);
+    std::remove("DYNAMIC");
+  }
+}
 
 TEST(Timeline, RankZeroWritesNegotiationFusionAndOps) {
   // Rank 0's pid names the file on every rank (rank 0 alone writes it).

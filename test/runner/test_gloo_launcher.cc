@@ -53,7 +53,7 @@ TEST(IsLocalHost, LoopbackAndNames) {
 
 TEST(GlooChildren, LocalRankEnvironmentAndArgv) {
   Options options = job();
-  options.rank_settings = {{"HOROVODCPP_FUSION_THRESHOLD", "1048576"}, {"LOG_LEVEL", "debug"}};
+  options.rank_settings = {{"HOROVODCPP_FUSION_THRESHOLD", "1048576"}, {"NCCL_IB_DISABLE", "1"}};
   Env forwarded = {{"PATH", "/usr/bin"}, {"HOROVODCPP_RANK", "stale"}};
   auto children = gloo_children(options, two_hosts(), {"10.0.0.5", 4242}, forwarded, "/work");
   ASSERT_EQ(children.size(), 3u);
@@ -69,19 +69,27 @@ TEST(GlooChildren, LocalRankEnvironmentAndArgv) {
                         {"HOROVODCPP_CROSS_RANK", "0"},
                         {"HOROVODCPP_CROSS_SIZE", "1"},
                         {"HOROVODCPP_HOSTNAME", "localhost"},
+                        {"HOROVOD_RANK", "1"},
+                        {"HOROVOD_SIZE", "3"},
+                        {"HOROVOD_LOCAL_RANK", "1"},
+                        {"HOROVOD_LOCAL_SIZE", "2"},
+                        {"HOROVOD_CROSS_RANK", "0"},
+                        {"HOROVOD_CROSS_SIZE", "1"},
+                        {"HOROVOD_HOSTNAME", "localhost"},
                         {"HOROVODCPP_CPU_OPERATIONS", "gloo"},
                         {"HOROVODCPP_GLOO_RENDEZVOUS_ADDR", "10.0.0.5"},
                         {"HOROVODCPP_GLOO_RENDEZVOUS_PORT", "4242"},
                         {"HOROVODCPP_FUSION_THRESHOLD", "1048576"},
-                        {"HOROVODCPP_LOG_LEVEL", "debug"}}));
+                        {"NCCL_IB_DISABLE", "1"}}));
 }
 
 TEST(GlooChildren, NetworkInterfaceAndOutputFiles) {
   Options options = job();
-  options.network_interface = "eth1";
+  options.network_interfaces = {"eth1", "ib0"};
   options.output_filename = "/tmp/out";
   auto children = gloo_children(options, two_hosts(), {"h", 1}, {}, "/work");
-  EXPECT_EQ(children[0].env.at("HOROVODCPP_GLOO_IFACE"), "eth1");
+  EXPECT_EQ(children[0].env.at("HOROVODCPP_GLOO_IFACE"), "eth1");  // Gloo takes one
+  EXPECT_EQ(children[0].env.at("NCCL_SOCKET_IFNAME"), "eth1,ib0");
   EXPECT_EQ(children[0].output_file, "/tmp/out/rank.0/output.log");
   EXPECT_EQ(children[2].output_file, "/tmp/out/rank.2/output.log");
 }
@@ -100,6 +108,8 @@ TEST(GlooChildren, RemoteRankRunsThroughSsh) {
       "HOROVODCPP_CROSS_SIZE=2 HOROVODCPP_GLOO_RENDEZVOUS_ADDR=10.0.0.5 "
       "HOROVODCPP_GLOO_RENDEZVOUS_PORT=4242 HOROVODCPP_HOSTNAME=10.255.255.1 "
       "HOROVODCPP_LOCAL_RANK=0 HOROVODCPP_LOCAL_SIZE=1 HOROVODCPP_RANK=2 HOROVODCPP_SIZE=3 "
+      "HOROVOD_CROSS_RANK=1 HOROVOD_CROSS_SIZE=2 HOROVOD_HOSTNAME=10.255.255.1 "
+      "HOROVOD_LOCAL_RANK=0 HOROVOD_LOCAL_SIZE=1 HOROVOD_RANK=2 HOROVOD_SIZE=3 "
       "'PATH=/opt/a b:/usr/bin' python3 'my script.py' --name 'it'\\''s $HOME'";
   EXPECT_EQ(c.argv, (Argv{"ssh", "-o", "BatchMode=yes", "-p", "2222", "-i", "/keys/id rsa",
                           "10.255.255.1", command}));

@@ -146,6 +146,35 @@ TEST(Mpich, MinimalAndUnsupportedSsh) {
             "or use --gloo");
 }
 
+TEST(OpenMpi, HorovodrunsMpiArgsBindingArgsTcpAndInterfaces) {
+  Options o = command_options({"-np", "2", "--mpi-args=--map-by ppr:2:node -x 'A=b c'",
+                               "--binding-args", "--bind-to core", "--tcp",
+                               "--network-interfaces", "eth0,eth1", "./t"});
+  MpiLaunch launch = open_mpi({{"localhost", 2}}, 2);
+  launch.local_host_cores = {{"localhost", 8}};
+  EXPECT_EQ(mpi_command(o, launch),
+            (Argv{"mpirun", "--tag-output", "-np", "2", "-H", "localhost:2", "--bind-to", "core",
+                  "-mca", "pml", "ob1", "-mca", "btl", "^openib", "-mca", "btl_tcp_if_include",
+                  "eth0,eth1", "-x", "NCCL_IB_DISABLE=1", "-x", "NCCL_SOCKET_IFNAME=eth0,eth1",
+                  "--map-by", "ppr:2:node", "-x", "A=b c", "./t"}));
+}
+
+TEST(Mpich, BindingArgsMpiArgsAndOneInterface) {
+  Options o = command_options({"-np", "2", "--binding-args=-bind-to core", "--mpi-args",
+                               "-ppn 2", "--network-interface", "ib0", "./t"});
+  MpiLaunch launch = open_mpi({{"localhost", 2}}, 2);
+  launch.flavor = MpiFlavor::kMpich;
+  launch.local_host_cores = {{"localhost", 2}};
+  EXPECT_EQ(mpi_command(o, launch),
+            (Argv{"mpiexec", "-prepend-rank", "-n", "2", "-hosts", "localhost:2", "-bind-to",
+                  "core", "-iface", "ib0", "-genv", "NCCL_SOCKET_IFNAME", "ib0", "-ppn", "2",
+                  "./t"}));
+  o = command_options({"-np", "2", "--network-interface", "ib0,eth0", "./t"});
+  EXPECT_EQ(usage_message([&] { mpi_command(o, launch); }),
+            "MPICH (Hydra) takes one network interface (-iface), got ib0,eth0; use --gloo or "
+            "Open MPI for several");
+}
+
 TEST(MpiCommand, UnknownFlavor) {
   Options o = command_options({"-np", "1", "./t"});
   MpiLaunch launch = open_mpi({{"localhost", 1}}, 1);

@@ -54,7 +54,8 @@ class StallSettingsTest : public ::testing::Test {
   void TearDown() override {
     for (const char* name :
          {"HOROVODCPP_STALL_CHECK_TIME_SECONDS", "HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS",
-          "HOROVOD_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"}) {
+          "HOROVOD_STALL_CHECK_TIME_SECONDS", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
+          "HOROVODCPP_STALL_CHECK_DISABLE", "HOROVOD_STALL_CHECK_DISABLE"}) {
       unsetenv(name);
     }
   }
@@ -72,6 +73,21 @@ TEST_F(StallSettingsTest, ReadFromEnvironmentWithHorovodAliases) {
   StallSettings settings = StallSettings::from_env();
   EXPECT_EQ(settings.check_seconds, 1.5);
   EXPECT_EQ(settings.shutdown_seconds, 0);
+}
+
+// Horovod's HOROVOD_STALL_CHECK_DISABLE: a number > 0 turns off the warnings
+// and the shutdown, whatever their times say.
+TEST_F(StallSettingsTest, CheckDisableTurnsOffWarningsAndShutdown) {
+  setenv("HOROVODCPP_STALL_CHECK_TIME_SECONDS", "5", 1);
+  setenv("HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS", "10", 1);
+  setenv("HOROVOD_STALL_CHECK_DISABLE", "1", 1);
+  StallSettings settings = StallSettings::from_env();
+  EXPECT_EQ(settings.check_seconds, 0);
+  EXPECT_EQ(settings.shutdown_seconds, 0);
+  setenv("HOROVOD_STALL_CHECK_DISABLE", "0", 1);
+  settings = StallSettings::from_env();
+  EXPECT_EQ(settings.check_seconds, 5);
+  EXPECT_EQ(settings.shutdown_seconds, 10);
 }
 
 TEST_F(StallSettingsTest, NegativeOrMalformedIsInvalid) {

@@ -192,7 +192,8 @@ int join();
 // progress; `mark_cycles` adds a mark per coordinator cycle. The file is
 // valid JSON once stop_timeline() or shutdown() returns. No-ops on other
 // ranks; may be called while operations run. Also started by init() from
-// HOROVODCPP_TIMELINE (and HOROVODCPP_TIMELINE_MARK_CYCLES=1).
+// HOROVODCPP_TIMELINE (and HOROVODCPP_TIMELINE_MARK_CYCLES=1), except for
+// HOROVODCPP_TIMELINE=DYNAMIC (Horovod's way to say: only at run time).
 void start_timeline(const std::string& path, bool mark_cycles = false);
 void stop_timeline();
 

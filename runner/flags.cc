@@ -1,0 +1,468 @@
+#include "runner/flags.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <iterator>
+
+#include "runner/text.h"
+
+namespace hvdrun {
+
+int parse_int(const std::string& what, const std::string& text, long long min, long long max) {
+  std::string t = trim(text);
+  errno = 0;
+  char* end = nullptr;
+  long long value = t.empty() ? 0 : std::strtoll(t.c_str(), &end, 10);
+  if (t.empty() || *end != '\0' || errno == ERANGE) {
+    usage(what + " expects an integer, got '" + text + "'");
+  }
+  if (max == INT_MAX) {
+    if (value < min) usage(what + " must be at least " + std::to_string(min) + ", got " + t);
+    if (value > max) usage(what + " is too large: " + t);
+  } else if (value < min || value > max) {
+    usage(what + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+          ", got " + t);
+  }
+  return static_cast<int>(value);
+}
+
+double parse_number(const std::string& what, const std::string& text) {
+  std::string t = trim(text);
+  errno = 0;
+  char* end = nullptr;
+  double value = t.empty() ? 0 : std::strtod(t.c_str(), &end);
+  if (t.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value)) {
+    usage(what + " expects a number, got '" + text + "'");
+  }
+  if (value < 0) usage(what + " must not be negative, got " + t);
+  return value;
+}
+
+namespace {
+
+using Values = std::vector<std::string>;
+using Apply = std::function<void(Options&, const std::string&, const Values&)>;
+
+const char* const kLogLevels[] = {"trace", "debug", "info", "warning", "error", "fatal"};
+
+// Words as a POSIX shell splits them: blanks separate, '...' and "..." group,
+// a backslash escapes the next character (outside '...').
+Values split_shell_words(const std::string& what, const std::string& text) {
+  Values words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == quote) {
+        quote = 0;
+      } else if (c == '\\' && quote == '"' && i + 1 < text.size() &&
+                 std::string("\"\\$`").find(text[i + 1]) != std::string::npos) {
+        word += text[++i];
+      } else {
+        word += c;
+      }
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      in_word = true;
+      if (c == '\'' || c == '"') {
+        quote = c;
+      } else if (c == '\\' && i + 1 < text.size()) {
+        word += text[++i];
+      } else {
+        word += c;
+      }
+    }
+  }
+  if (quote) usage(what + " has an unterminated " + std::string(1, quote) + " quote: " + text);
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+// ---- what a flag does --------------------------------------------------
+
+Apply set_to(std::string variable, std::string value) {
+  return [variable, value](Options& o, const std::string&, const Values&) {
+    o.rank_settings[variable] = value;
+  };
+}
+
+Apply set_int(std::string variable, long long min) {
+  return [variable, min](Options& o, const std::string& shown, const Values& v) {
+    o.rank_settings[variable] = std::to_string(parse_int(shown, v[0], min, INT_MAX));
+  };
+}
+
+Apply set_number(std::string variable) {
+  return [variable](Options& o, const std::string& shown, const Values& v) {
+    parse_number(shown, v[0]);
+    o.rank_settings[variable] = trim(v[0]);
+  };
+}
+
+Apply set_file(std::string variable) {
+  return [variable](Options& o, const std::string& shown, const Values& v) {
+    if (v[0].empty()) usage(shown + " expects a file name");
+    o.rank_settings[variable] = v[0];
+  };
+}
+
+Apply unsupported(std::string reason) {
+  return [reason](Options&, const std::string& shown, const Values&) {
+    usage(shown + " is not supported: " + reason);
+  };
+}
+
+Apply nothing() {
+  return [](Options&, const std::string&, const Values&) {};
+}
+
+void add_network_interfaces(Options& o, const std::string& shown, const std::string& list) {
+  std::size_t begin = 0;
+  for (;;) {
+    std::size_t comma = list.find(',', begin);
+    std::string name = trim(list.substr(begin, comma - begin));
+    if (name.empty())
+      usage(shown + " expects interface names like eth0 or eth0,eth1, got '" + list + "'");
+    auto& names = o.network_interfaces;
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    if (comma == std::string::npos) return;
+    begin = comma + 1;
+  }
+}
+
+// ---- the table -----------------------------------------------------------
+
+class TableBuilder {
+ public:
+  void section(std::string name) { section_ = std::move(name); }
+
+  TableBuilder& add(Values spellings, Arity arity, std::string metavar, std::string help,
+                    Apply apply) {
+    Flag flag;
+    for (const std::string& s : spellings) {
+      if (flag.dest.empty() && s.rfind("--", 0) == 0) flag.dest = s.substr(2);
+    }
+    flag.spellings = std::move(spellings);
+    flag.arity = arity;
+    flag.metavar = std::move(metavar);
+    flag.section = section_;
+    flag.help = std::move(help);
+    flag.apply = std::move(apply);
+    flags_.push_back(std::move(flag));
+    return *this;
+  }
+  TableBuilder& unsupported(Values spellings, Arity arity, std::string metavar,
+                            const std::string& reason) {
+    return add(std::move(spellings), arity, std::move(metavar), "not supported: " + reason,
+               hvdrun::unsupported(reason));
+  }
+  TableBuilder& elastic(Values spellings, Arity arity, std::string metavar, std::string help) {
+    return add(std::move(spellings), arity, std::move(metavar), std::move(help),
+               [](Options&, const std::string& shown, const Values&) {
+                 usage(shown +
+                       ": elastic training is not supported yet (hvdrun runs a fixed "
+                       "set of ranks)");
+               });
+  }
+  // Horovod's --x / --no-x: two switches setting `variable` to one value or
+  // the other; config_key's true picks `on`, false picks `off`.
+  struct Side {
+    Values spellings;
+    std::string value;
+    std::string help;  // after "VARIABLE=value: "
+  };
+  void switch_pair(const std::string& variable, const std::string& config_key, Side on, Side off) {
+    add_side(variable, config_key, "true", std::move(on));
+    const std::string dest = flags_.back().dest;
+    add_side(variable, config_key, "false", std::move(off));
+    flags_.back().dest = dest;
+  }
+  // Modifiers of the flag added last.
+  TableBuilder& config(std::string key, std::string value = "") {
+    flags_.back().config_key = std::move(key);
+    flags_.back().config_value = std::move(value);
+    return *this;
+  }
+  TableBuilder& dest(std::string name) {
+    flags_.back().dest = std::move(name);
+    return *this;
+  }
+
+  std::vector<Flag> take() { return std::move(flags_); }
+
+ private:
+  void add_side(const std::string& variable, const std::string& config_key, const char* choice,
+                Side side) {
+    const std::string setting = variable + "=" + side.value;
+    add(std::move(side.spellings), Arity::kSwitch, "",
+        side.help.empty() ? setting : setting + ": " + side.help, set_to(variable, side.value))
+        .config(config_key, choice);
+  }
+
+  std::string section_;
+  std::vector<Flag> flags_;
+};
+
+std::vector<Flag> build_table() {
+  const Arity kSwitch = Arity::kSwitch, kValue = Arity::kValue;
+  TableBuilder t;
+
+  t.section("Placement");
+  t.add({"-np", "--num-proc", "-n", "--np"}, kValue, "N",
+        "number of ranks (default: the Slurm/PBS allocation's task count; else required)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          o.num_proc = parse_int(shown, v[0], 1, INT_MAX);
+        });
+  t.add({"-H", "--hosts"}, kValue, "H1:S1,H2:S2",
+        "hosts and their slots (\"host\" alone = 1 slot); default: the Slurm/PBS allocation, "
+        "else localhost:<cores of this machine>",
+        [](Options& o, const std::string& shown, const Values& v) {
+          if (trim(v[0]).empty()) usage(shown + " expects a host list like h1:4,h2:4, got ''");
+          o.hosts = v[0];
+        });
+  t.add({"-hostfile", "--hostfile"}, kValue, "FILE",
+        "one host per line: \"host slots=N\", \"host:N\" or \"host\"; '#' starts a comment",
+        [](Options& o, const std::string& shown, const Values& v) {
+          if (v[0].empty()) usage(shown + " expects a file name");
+          o.hostfile = v[0];
+        });
+
+  t.section("Mode");
+  t.add({"--mpi"}, kSwitch, "", "launch through mpirun (Open MPI or MPICH)",
+        [](Options& o, const std::string&, const Values&) { o.mode = Mode::kMpi; })
+      .dest("controller")
+      .config("controller", "mpi");
+  t.add({"--gloo"}, kSwitch, "",
+        "start the ranks directly; they meet through a TCP store hvdrun runs (default: --mpi "
+        "if mpirun is on PATH, else --gloo)",
+        [](Options& o, const std::string&, const Values&) { o.mode = Mode::kGloo; })
+      .dest("controller")
+      .config("controller", "gloo");
+  t.unsupported({"--jsrun"}, kSwitch, "",
+                "hvdrun launches through mpirun (--mpi) or by itself (--gloo); under LSF give "
+                "the hosts with -H or --hostfile")
+      .dest("controller");
+  t.add({"--network-interface"}, kValue, "IF",
+        "interface the ranks talk over; repeat it, or give IF1,IF2, for several (Open MPI "
+        "btl_tcp_if_include, MPICH -iface, NCCL_SOCKET_IFNAME; Gloo uses the first)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          add_network_interfaces(o, shown, v[0]);
+        });
+  t.add({"--network-interfaces"}, kValue, "IF1,IF2", "the same, as one comma-separated list",
+        [](Options& o, const std::string& shown, const Values& v) {
+          add_network_interfaces(o, shown, v[0]);
+        });
+  t.add({"--mpi-args"}, kValue, "ARGS",
+        "MPI mode: more mpirun arguments, split as a shell would, put before the command "
+        "(e.g. --mpi-args=\"--map-by ppr:4:node\"); ignored in Gloo mode",
+        [](Options& o, const std::string& shown, const Values& v) {
+          o.mpi_args = split_shell_words(shown, v[0]);
+        });
+  t.add({"--binding-args"}, kValue, "ARGS",
+        "MPI mode: these words replace hvdrun's \"--bind-to none --map-by slot\" (MPICH: "
+        "\"-bind-to none\"); ignored in Gloo mode",
+        [](Options& o, const std::string& shown, const Values& v) {
+          o.binding_args = split_shell_words(shown, v[0]);
+          if (o.binding_args.empty()) usage(shown + " expects mpirun binding arguments");
+        });
+  t.add({"--tcp"}, kSwitch, "",
+        "NCCL_IB_DISABLE=1 on every rank: NCCL over TCP only (the CPU transports use TCP "
+        "already)",
+        set_to("NCCL_IB_DISABLE", "1"));
+
+  t.section("Remote hosts");
+  t.add({"-p", "--ssh-port"}, kValue, "PORT", "ssh port",
+        [](Options& o, const std::string& shown, const Values& v) {
+          o.ssh_port = parse_int(shown, v[0], 1, 65535);
+        });
+  t.add({"-i", "--ssh-identity-file"}, kValue, "KEY", "ssh private key",
+        [](Options& o, const std::string& shown, const Values& v) {
+          if (v[0].empty()) usage(shown + " expects a key file");
+          o.ssh_identity_file = v[0];
+        });
+  t.add({"--remote-shell"}, kValue, "TEMPLATE",
+        "how to run a command on a host; {host} is replaced (default: \"ssh [-p PORT] [-i KEY] "
+        "-o BatchMode=yes {host}\"; env HVDRUN_REMOTE_SHELL)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          if (v[0].find("{host}") == std::string::npos) {
+            usage(shown + " must contain {host}, e.g. 'ssh -o BatchMode=yes {host}'; got '" + v[0] +
+                  "'");
+          }
+          o.remote_shell = v[0];
+        });
+  t.add({"--start-timeout"}, kValue, "S",
+        "seconds a remote host has to answer before the job starts (default: "
+        "HOROVOD_START_TIMEOUT, else 30)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          o.start_timeout_seconds = parse_int(shown, v[0], 1, INT_MAX);
+        });
+  t.add({"--disable-cache"}, kSwitch, "",
+        "accepted: hvdrun checks the hosts on every launch and caches nothing", nothing());
+
+  t.section("Output");
+  t.add({"--output-filename"}, kValue, "DIR", "write each rank's output to DIR/rank.R/output.log",
+        [](Options& o, const std::string& shown, const Values& v) {
+          if (v[0].empty()) usage(shown + " expects a directory");
+          o.output_filename = v[0];
+        });
+  t.add({"--verbose"}, kSwitch, "", "print the launch command and the placement",
+        [](Options& o, const std::string&, const Values&) { o.verbose = true; });
+  t.unsupported({"-prefix-timestamp", "--prefix-output-with-timestamp"}, kSwitch, "",
+                "hvdrun prefixes output lines with the rank, not yet with the time");
+
+  t.section("Rank settings (each sets a variable on every rank)");
+  t.add({"--fusion-threshold-mb"}, kValue, "MB",
+        "HOROVODCPP_FUSION_THRESHOLD = MB*1024*1024 bytes (0 disables fusion)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          double bytes = std::llround(parse_number(shown, v[0]) * 1024.0 * 1024.0);
+          if (bytes > 1e15) usage(shown + " is too large: " + v[0]);
+          o.rank_settings["HOROVODCPP_FUSION_THRESHOLD"] =
+              std::to_string(static_cast<long long>(bytes));
+        })
+      .config("params.fusion_threshold_mb");
+  t.add({"--cycle-time-ms"}, kValue, "MS", "HOROVODCPP_CYCLE_TIME (milliseconds)",
+        set_number("HOROVODCPP_CYCLE_TIME"))
+      .config("params.cycle_time_ms");
+  t.add({"--cache-capacity"}, kValue, "N",
+        "HOROVODCPP_CACHE_CAPACITY (response cache entries; 0 disables it)",
+        set_int("HOROVODCPP_CACHE_CAPACITY", 0))
+      .config("params.cache_capacity");
+  t.switch_pair("HOROVODCPP_HIERARCHICAL_ALLREDUCE", "params.hierarchical_allreduce",
+                {{"--hierarchical-allreduce"}, "1", ""},
+                {{"--no-hierarchical-allreduce"}, "0", ""});
+  t.unsupported({"--hierarchical-allgather"}, kSwitch, "",
+                "allgather is not hierarchical in horovodcpp (allreduce is: "
+                "--hierarchical-allreduce)")
+      .config("params.hierarchical_allgather", "true");
+  t.add({"--no-hierarchical-allgather"}, kSwitch, "",
+        "accepted: allgather is never hierarchical here", nothing())
+      .dest("hierarchical-allgather")
+      .config("params.hierarchical_allgather", "false");
+  t.switch_pair(
+      "HOROVODCPP_AUTOTUNE", "autotune.enabled",
+      {{"--autotune"}, "1", "rank 0 tunes the fusion threshold and cycle time (those not set)"},
+      {{"--no-autotune"}, "0", ""});
+  t.add({"--autotune-log-file"}, kValue, "FILE", "HOROVODCPP_AUTOTUNE_LOG (CSV of the samples)",
+        set_file("HOROVODCPP_AUTOTUNE_LOG"))
+      .config("autotune.log_file");
+  t.add({"--autotune-warmup-samples"}, kValue, "N", "HOROVODCPP_AUTOTUNE_WARMUP_SAMPLES",
+        set_int("HOROVODCPP_AUTOTUNE_WARMUP_SAMPLES", 0))
+      .config("autotune.warmup_samples");
+  t.add({"--autotune-steps-per-sample"}, kValue, "N", "HOROVODCPP_AUTOTUNE_STEPS_PER_SAMPLE",
+        set_int("HOROVODCPP_AUTOTUNE_STEPS_PER_SAMPLE", 1))
+      .config("autotune.steps_per_sample");
+  t.add({"--autotune-bayes-opt-max-samples"}, kValue, "N",
+        "HOROVODCPP_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+        set_int("HOROVODCPP_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", 1))
+      .config("autotune.bayes_opt_max_samples");
+  t.unsupported({"--autotune-gaussian-process-noise"}, Arity::kValue, "X",
+                "horovodcpp's autotuner sweeps each parameter; it has no Gaussian process")
+      .config("autotune.gaussian_process_noise");
+  t.add({"--timeline-filename"}, kValue, "FILE",
+        "HOROVODCPP_TIMELINE (rank 0's Chrome-trace file; DYNAMIC: none until "
+        "start_timeline())",
+        set_file("HOROVODCPP_TIMELINE"))
+      .config("timeline.filename");
+  t.switch_pair("HOROVODCPP_TIMELINE_MARK_CYCLES", "timeline.mark_cycles",
+                {{"--timeline-mark-cycles"}, "1", ""}, {{"--no-timeline-mark-cycles"}, "0", ""});
+  t.switch_pair("HOROVODCPP_STALL_CHECK_DISABLE", "stall_check.enabled",
+                {{"--stall-check"}, "0", ""},
+                {{"--no-stall-check"}, "1", "no stall warnings and no stall shutdown"});
+  t.add({"--stall-check-warning-time-seconds"}, kValue, "S", "HOROVODCPP_STALL_CHECK_TIME_SECONDS",
+        set_int("HOROVODCPP_STALL_CHECK_TIME_SECONDS", 0))
+      .config("stall_check.warning_time_seconds");
+  t.add({"--stall-check-shutdown-time-seconds"}, kValue, "S",
+        "HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS",
+        set_int("HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS", 0))
+      .config("stall_check.shutdown_time_seconds");
+  t.unsupported({"--mpi-threads-disable"}, kSwitch, "",
+                "horovodcpp calls MPI from its background thread, which needs "
+                "MPI_THREAD_SERIALIZED or more")
+      .config("library_options.mpi_threads_disable", "true");
+  t.add({"--no-mpi-threads-disable"}, kSwitch, "", "accepted: MPI threads stay enabled", nothing())
+      .dest("mpi-threads-disable")
+      .config("library_options.mpi_threads_disable", "false");
+  t.add({"--num-nccl-streams"}, kValue, "N", "only 1: horovodcpp runs NCCL on one stream per GPU",
+        [](Options&, const std::string& shown, const Values& v) {
+          int n = parse_int(shown, v[0], 0, INT_MAX);
+          if (n != 1) {
+            usage(shown + " is not supported with " + std::to_string(n) +
+                  ": horovodcpp runs NCCL on one stream per GPU (only 1 is accepted)");
+          }
+        })
+      .config("library_options.num_nccl_streams");
+  t.unsupported({"--thread-affinity"}, kValue, "CPU",
+                "horovodcpp does not pin its background thread (pin the whole rank with "
+                "numactl or taskset in the command)")
+      .config("library_options.thread_affinity");
+  t.add({"--gloo-timeout-seconds"}, kValue, "S", "HOROVODCPP_GLOO_TIMEOUT_SECONDS",
+        set_int("HOROVODCPP_GLOO_TIMEOUT_SECONDS", 1))
+      .config("library_options.gloo_timeout_seconds");
+  t.add({"--log-level"}, kValue, "LEVEL",
+        "HOROVODCPP_LOG_LEVEL: trace, debug, info, warning, error or fatal (any case)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          std::string level = lower(trim(v[0]));
+          if (std::find(std::begin(kLogLevels), std::end(kLogLevels), level) ==
+              std::end(kLogLevels)) {
+            usage(shown + " must be one of trace, debug, info, warning, error, fatal; got '" +
+                  v[0] + "'");
+          }
+          o.rank_settings["HOROVODCPP_LOG_LEVEL"] = level;
+        })
+      .config("logging.level");
+  t.switch_pair(
+      "HOROVODCPP_LOG_HIDE_TIME", "logging.with_timestamp",
+      {{"--log-with-timestamp", "--no-log-hide-timestamp"}, "0", "log lines carry the local time"},
+      {{"--log-without-timestamp", "--log-hide-timestamp"}, "1", "the default here"});
+
+  t.section("Elastic training (not supported yet: each of these fails)");
+  t.elastic({"--min-np", "--min-num-proc"}, kValue, "N", "fewest ranks to keep training");
+  t.elastic({"--max-np", "--max-num-proc"}, kValue, "N", "most ranks to start");
+  t.elastic({"--slots-per-host"}, kValue, "N", "slots of each discovered host");
+  t.elastic({"--elastic-timeout"}, kValue, "S", "wait for hosts after a change");
+  t.elastic({"--reset-limit"}, kValue, "N", "most rescalings before the job fails");
+  t.elastic({"--blacklist-cooldown-range"}, Arity::kTwoValues, "MIN MAX",
+            "seconds a failed host stays blacklisted");
+  t.elastic({"--host-discovery-script"}, kValue, "SCRIPT", "prints the available hosts");
+
+  t.section("Other");
+  t.add({"--config-file"}, kValue, "FILE",
+        "Horovod's YAML file of settings (the keys are shown in brackets above); flags on the "
+        "command line win",
+        nothing());  // parse_options reads it after the command line
+  t.add({"-cb", "--check-build"}, kSwitch, "",
+        "print which front ends, transports and tensor operations this build has",
+        [](Options& o, const std::string&, const Values&) { o.check_build = true; });
+  t.add({"-v", "--version"}, kSwitch, "", "print the version",
+        [](Options& o, const std::string&, const Values&) { o.version = true; });
+  t.add({"-h", "--help"}, kSwitch, "", "print this help",
+        [](Options& o, const std::string&, const Values&) { o.help = true; });
+  return t.take();
+}
+
+}  // namespace
+
+const std::vector<Flag>& flag_table() {
+  static const std::vector<Flag> table = build_table();
+  return table;
+}
+
+const Flag* find_flag(const std::string& spelling) {
+  for (const Flag& flag : flag_table()) {
+    for (const std::string& s : flag.spellings) {
+      if (s == spelling) return &flag;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace hvdrun

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# A Horovod job script with horovodrun replaced by hvdrun, end to end:
+#   gloo env      every Gloo rank sees HOROVOD_RANK, _SIZE, _LOCAL_RANK,
+#                 _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE, _HOSTNAME (on two
+#                 "hosts", 127.0.0.1:2 and 127.0.0.2:1), an inherited
+#                 HOROVOD_RANK notwithstanding
+#   log level     HOROVOD_LOG_LEVEL=DEBUG (upper case, as horovodrun passes
+#                 it) makes the ranks log at debug; HOROVOD_LOG_HIDE_TIME=0
+#                 puts the time on each line
+#   config file   Horovod's nested YAML reaches the ranks
+#   version, -cb  print and exit 0
+#   jsrun, elastic  fail at once, exit 2, with one line saying why
+#
+# usage: horovod_compat.sh HVDRUN FAULT_WORKER
+# Prints one line per case and "N passed, M failed"; exits 1 if any failed.
+set -u
+HVDRUN=$(readlink -f "${1:?usage: horovod_compat.sh HVDRUN FAULT_WORKER}")
+WORKER=$(readlink -f "${2:?usage: horovod_compat.sh HVDRUN FAULT_WORKER}")
+WORK=$(mktemp -d /tmp/hvdrun_compat.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+PASSED=0
+FAILED=0
+
+pass() { echo "PASS $1"; PASSED=$((PASSED + 1)); }
+fail() {
+  echo "FAIL $1: $2"
+  sed 's/^/    | /' "$WORK/out" | tail -20
+  FAILED=$((FAILED + 1))
+}
+# run NAME COMMAND...: output in $WORK/out, exit status in $STATUS (60 s bound)
+run() {
+  timeout 60 "$@" >"$WORK/out" 2>&1
+  STATUS=$?
+}
+
+# -- gloo env ---------------------------------------------------------------
+run env HOROVOD_RANK=99 "$HVDRUN" -np 3 --gloo -H 127.0.0.1:2,127.0.0.2:1 sh -c \
+  'echo "vars $HOROVOD_RANK $HOROVOD_SIZE $HOROVOD_LOCAL_RANK $HOROVOD_LOCAL_SIZE $HOROVOD_CROSS_RANK $HOROVOD_CROSS_SIZE $HOROVOD_HOSTNAME"'
+expected="vars 0 3 0 2 0 2 127.0.0.1
+vars 1 3 1 2 0 1 127.0.0.1
+vars 2 3 0 1 1 2 127.0.0.2"
+got=$(grep -o 'vars .*' "$WORK/out" | sort)
+if [ "$STATUS" -eq 0 ] && [ "$got" = "$expected" ]; then
+  pass "gloo env"
+else
+  fail "gloo env" "exit $STATUS; expected:
+$expected"
+fi
+
+# -- log level --------------------------------------------------------------
+run env HOROVOD_LOG_LEVEL=DEBUG HOROVOD_LOG_HIDE_TIME=0 "$HVDRUN" -np 2 --gloo "$WORKER" --iters 1
+time_re='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}'
+if [ "$STATUS" -eq 0 ] && grep -Eq "\[horovodcpp 1\] $time_re DEBUG: " "$WORK/out"; then
+  pass "log level"
+else
+  fail "log level" "exit $STATUS; no timed DEBUG line of rank 1"
+fi
+
+# -- config file --------------------------------------------------------------
+cat >"$WORK/horovod.yaml" <<'YAML'
+controller: gloo
+params:
+  cycle_time_ms: 7
+stall_check:
+  enabled: false
+YAML
+run "$HVDRUN" -np 2 --config-file "$WORK/horovod.yaml" sh -c \
+  'echo "settings $HOROVODCPP_CPU_OPERATIONS $HOROVODCPP_CYCLE_TIME $HOROVODCPP_STALL_CHECK_DISABLE"'
+if [ "$STATUS" -eq 0 ] && [ "$(grep -c 'settings gloo 7 1$' "$WORK/out")" -eq 2 ]; then
+  pass "config file"
+else
+  fail "config file" "exit $STATUS; expected 'settings gloo 7 1' from both ranks"
+fi
+
+# -- version, -cb -------------------------------------------------------------
+run "$HVDRUN" --version
+if [ "$STATUS" -eq 0 ] && grep -Eqx '[0-9]+\.[0-9]+\.[0-9]+' "$WORK/out"; then
+  pass "version"
+else
+  fail "version" "exit $STATUS"
+fi
+run "$HVDRUN" -cb
+if [ "$STATUS" -eq 0 ] && grep -Eq '^horovodcpp v[0-9.]+:$' "$WORK/out" &&
+   grep -q '^Available Controllers:$' "$WORK/out"; then
+  pass "check build"
+else
+  fail "check build" "exit $STATUS"
+fi
+
+# -- jsrun, elastic -----------------------------------------------------------
+run "$HVDRUN" -np 2 --jsrun true
+if [ "$STATUS" -eq 2 ] && grep -q '^hvdrun: error: --jsrun is not supported: ' "$WORK/out"; then
+  pass "jsrun"
+else
+  fail "jsrun" "exit $STATUS"
+fi
+run "$HVDRUN" -np 2 --min-np 1 true
+if [ "$STATUS" -eq 2 ] &&
+   grep -q '^hvdrun: error: --min-np: elastic training is not supported yet' "$WORK/out"; then
+  pass "elastic"
+else
+  fail "elastic" "exit $STATUS"
+fi
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

@@ -128,7 +128,8 @@ inline double reduce_reference(DataType dtype, ReduceOp op, int size, std::size_
       case ReduceOp::kMin: acc = std::min(acc, v); break;
       case ReduceOp::kMax: acc = std::max(acc, v); break;
       case ReduceOp::kProduct: acc *= v; break;
-      case ReduceOp::kAverage: ADD_FAILURE() << "no reference for Average"; break;
+      case ReduceOp::kAverage:
+      case ReduceOp::kAdasum: ADD_FAILURE() << "no reference for " << reduce_op_name(op); break;
     }
   }
   return acc;

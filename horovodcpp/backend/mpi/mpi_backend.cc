@@ -82,7 +82,8 @@ MPI_Op MpiBackend::mpi_op(DataType dtype, ReduceOp op) const {
     case ReduceOp::kMin: return MPI_MIN;
     case ReduceOp::kMax: return MPI_MAX;
     case ReduceOp::kProduct: return MPI_PROD;
-    case ReduceOp::kAverage: break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;
   }
   HVD_THROW(InvalidArgument, "unknown reduce op " << static_cast<int>(op));
 }

@@ -105,7 +105,7 @@ int env_rank() {
         "usage: allreduce_bench [--min-bytes N] [--max-bytes N] [--factor F]\n"
         "                       [--sizes N,N,...] [--dtype float32|float16|bfloat16|"
         "float64|int32]\n"
-        "                       [--op sum|average|min|max] [--warmup N] [--iters N]\n"
+        "                       [--op sum|average|min|max|adasum] [--warmup N] [--iters N]\n"
         "                       [--auto-iters on|off]\n"
         "                       [--mpi-baseline auto|off|isolated|alongside|only]\n"
         "                       [--check]\n"
@@ -139,7 +139,8 @@ constexpr Named<hvd::DataType> kDtypes[] = {{"float32", hvd::DataType::kFloat32}
 constexpr Named<hvd::ReduceOp> kOps[] = {{"sum", hvd::ReduceOp::kSum},
                                          {"average", hvd::ReduceOp::kAverage},
                                          {"min", hvd::ReduceOp::kMin},
-                                         {"max", hvd::ReduceOp::kMax}};
+                                         {"max", hvd::ReduceOp::kMax},
+                                         {"adasum", hvd::ReduceOp::kAdasum}};
 
 template <typename T, std::size_t N>
 bool lookup(const Named<T> (&table)[N], const std::string& name, T* out) {
@@ -215,10 +216,17 @@ Options parse_options(int argc, char** argv, int rank) {
       usage_error(rank, "unknown option " + arg);
     }
   }
+  const bool adasum = options.op == hvd::ReduceOp::kAdasum;
   if (options.mpi_baseline == Options::MpiBaseline::kAuto) {
-    options.mpi_baseline = launched_by_mpirun() && !gloo_mode() ? Options::MpiBaseline::kIsolated
-                                                                : Options::MpiBaseline::kOff;
+    options.mpi_baseline = launched_by_mpirun() && !gloo_mode() && !adasum
+                               ? Options::MpiBaseline::kIsolated
+                               : Options::MpiBaseline::kOff;
   }
+  // MPI has no Adasum, and its result has no closed form to check.
+  if (adasum && options.mpi_baseline != Options::MpiBaseline::kOff) {
+    usage_error(rank, "--op adasum has no raw MPI column: --mpi-baseline off");
+  }
+  if (adasum && options.check) usage_error(rank, "--op adasum cannot be --check'ed");
   if (options.sizes.empty()) {
     if (options.min_bytes > options.max_bytes) usage_error(rank, "--min-bytes > --max-bytes");
     for (std::size_t bytes = options.min_bytes; bytes <= options.max_bytes;) {

@@ -128,7 +128,8 @@ inline double reduce_reference(DataType dtype, ReduceOp op, int size, std::size_
       case ReduceOp::kMin: acc = std::min(acc, v); break;
       case ReduceOp::kMax: acc = std::max(acc, v); break;
       case ReduceOp::kProduct: acc *= v; break;
-      case ReduceOp::kAverage: ADD_FAILURE() << "no reference for Average"; break;
+      case ReduceOp::kAverage:
+      case ReduceOp::kAdasum: ADD_FAILURE() << "no reference for " << reduce_op_name(op); break;
     }
   }
   return acc;
@@ -439,6 +440,53 @@ inline void check_alltoall_reducescatter_arguments_rejected(Backend& backend,
   EXPECT_THROW(
       backend.reducescatter(buffer.data(), buffer.data(), zeros, dtype, ReduceOp::kAverage),
       InvalidArgument);
+}
+
+// ---- Backend: sendrecv
+
+// Elements `from` sends to `to` in round `round` of check_sendrecv_pairs:
+// different in each direction, some zero, some large (several Gloo
+// segments, several MPI calls under a small split limit).
+inline std::size_t sendrecv_count(int round, int from, int to) {
+  switch (round % 3) {
+    case 0: return static_cast<std::size_t>(3 * from + to + 1);
+    case 1: return from < to ? 0 : 5;
+    default: return 40000 + 100 * static_cast<std::size_t>(from) + to;
+  }
+}
+
+// Rounds of partners rank ^ d (d = 1, 2, 4, ...; a rank whose partner
+// would be outside the job is its own, as an unmatched rank must be), each
+// with three count patterns. Every rank checks what it received.
+inline void check_sendrecv_pairs(Backend& backend, const Topology& topology, DataType dtype) {
+  const int rank = topology.rank;
+  int round = 0;
+  for (int d = 1; d < 2 * topology.size; d <<= 1) {
+    const int peer = (rank ^ d) < topology.size ? (rank ^ d) : rank;
+    for (int pattern = 0; pattern < 3; ++pattern, ++round) {
+      // With itself the counts must match: both directions use `rank, rank`.
+      const std::size_t send_count = sendrecv_count(round, rank, peer);
+      const std::size_t recv_count = sendrecv_count(round, peer, rank);
+      Buffer send(dtype, send_count), recv(dtype, recv_count);
+      std::vector<double> expected(recv_count);
+      for (std::size_t j = 0; j < send_count; ++j)
+        send.set(j, alltoallv_value(dtype, rank, peer, j));
+      for (std::size_t j = 0; j < recv_count; ++j)
+        expected[j] = alltoallv_value(dtype, peer, rank, j);
+      backend.sendrecv(send.data(), send_count, recv.data(), recv_count, dtype, peer);
+      EXPECT_TRUE(equals(recv, expected)) << "peer " << peer << " round " << round;
+    }
+  }
+}
+
+inline void check_sendrecv_arguments_rejected(Backend& backend, const Topology& topology,
+                                              DataType dtype) {
+  Buffer buffer(dtype, 2), other(dtype, 2);
+  EXPECT_THROW(backend.sendrecv(buffer.data(), 1, other.data(), 1, dtype, topology.size),
+               InvalidArgument);
+  EXPECT_THROW(backend.sendrecv(buffer.data(), 1, other.data(), 1, dtype, -1), InvalidArgument);
+  EXPECT_THROW(backend.sendrecv(buffer.data(), 1, other.data(), 2, dtype, topology.rank),
+               InvalidArgument);
 }
 
 // ---- Output of a multi-rank job

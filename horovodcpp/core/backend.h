@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/check.h"
 #include "core/reduction.h"
 #include "horovodcpp/types.h"
 
@@ -19,6 +20,17 @@ struct BackendCapabilities {
   // when it has completed.
   bool stream_ordered = false;
 };
+
+// What every sendrecv checks before communicating: `peer` is a rank of the
+// `size` ranks, and an exchange with itself has equal counts.
+inline void check_sendrecv_arguments(int peer, int rank, int size, std::size_t send_count,
+                                     std::size_t recv_count) {
+  HVD_CHECK(peer >= 0 && peer < size, InvalidArgument,
+            "sendrecv: peer " << peer << " is not a rank of a job of size " << size);
+  HVD_CHECK(
+      peer != rank || send_count == recv_count, InvalidArgument,
+      "sendrecv with itself: " << send_count << " elements sent, " << recv_count << " received");
+}
 
 class Backend {
  public:
@@ -57,6 +69,17 @@ class Backend {
   // may be clobbered. `op` is Sum, Min, Max or Product.
   virtual void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
                              DataType dtype, ReduceOp op) = 0;
+  // Pairwise exchange, collective over every rank: each calls it at the
+  // same time naming its partner `peer` (whose partner it is), sends
+  // `send_count` elements of `send` to it and receives the `recv_count`
+  // elements the partner sends into `recv` (which must not overlap
+  // `send`). A rank without a partner names itself: `send` is copied to
+  // `recv` (equal counts). The Adasum reduction is built on it
+  // (core/adasum.h). The CPU backends implement it; this default refuses.
+  virtual void sendrecv(const void* /*send*/, std::size_t /*send_count*/, void* /*recv*/,
+                        std::size_t /*recv_count*/, DataType /*dtype*/, int /*peer*/) {
+    HVD_THROW(InvalidArgument, "the " << name() << " backend has no pairwise exchange (sendrecv)");
+  }
 };
 
 }  // namespace hvd

@@ -48,6 +48,7 @@ std::string fusion_key(const Request& r, const Response& response) {
 CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topology,
                                        Timeline* timeline, DeviceOperations* device)
     : backend_(backend),
+      adasum_(backend, topology.rank, topology.size),
       device_(device),
       timeline_(timeline),
       topology_(topology),
@@ -226,7 +227,15 @@ void CollectiveExecutor::run_on_device(const Response& response,
   if (HostStaging* staging = device_->staging()) return run_staged(*staging, response, group);
   const TensorEntry& entry = *group.front();
   switch (response.op_type) {
-    case OpType::kAllreduce: return device_->allreduce(group, contributors(response));
+    case OpType::kAllreduce:
+      // Horovod's GPU Adasum sums inside each host and runs Adasum across
+      // hosts only: a different reduction, not offered.
+      HVD_CHECK(entry.request.reduce_op != ReduceOp::kAdasum, InvalidArgument,
+                "allreduce of tensor '"
+                    << response.name << "': Adasum of CUDA tensors is not supported on "
+                    << device_->name()
+                    << "; HOROVODCPP_GPU_OPERATIONS=mpi or gloo stages them through host memory");
+      return device_->allreduce(group, contributors(response));
     case OpType::kBroadcast: return device_->broadcast(entry);
     case OpType::kAllgather: return device_->allgather(entry, gather_plan(entry, response));
     case OpType::kAlltoall: return device_->alltoall(entry, exchange_plan(entry, response));
@@ -290,9 +299,22 @@ std::string CollectiveExecutor::op_event_name(OpType op_type) const {
   return name;
 }
 
+// Adasum computes in float32 or float64 only.
 bool CollectiveExecutor::stages_in_float32(DataType dtype, ReduceOp op) const {
-  return is_half(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kProduct) &&
+  if (!is_half(dtype)) return false;
+  if (op == ReduceOp::kAdasum) return true;
+  return (op == ReduceOp::kSum || op == ReduceOp::kProduct) &&
          !backend_.capabilities().half_reduction_in_float32;
+}
+
+void CollectiveExecutor::reduce_packed(const std::vector<const TensorEntry*>& group, void* buffer,
+                                       DataType dtype, ReduceOp op) {
+  std::vector<std::size_t> counts;
+  counts.reserve(group.size());
+  for (const TensorEntry* entry : group) counts.push_back(entry->input.num_elements());
+  if (op == ReduceOp::kAdasum) return adasum_.allreduce(buffer, counts, dtype);
+  backend_.allreduce(buffer, std::accumulate(counts.begin(), counts.end(), std::size_t{0}), dtype,
+                     op);
 }
 
 void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group, int contributors) {
@@ -319,7 +341,7 @@ void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group,
       offset += n;
     }
     const auto t1 = traced ? TimelineClock::now() : TimelineClock::time_point();
-    backend_.allreduce(staging_.data(), total, DataType::kFloat32, op);
+    reduce_packed(group, staging_.data(), DataType::kFloat32, op);
     const auto t2 = traced ? TimelineClock::now() : TimelineClock::time_point();
     offset = 0;
     for (const TensorEntry* entry : group) {
@@ -340,8 +362,13 @@ void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group,
     const TensorEntry& entry = *group.front();
     scale_copy(dtype, entry.input.data, entry.output.data, total, 1.0, request.prescale_factor);
     const auto t1 = traced ? TimelineClock::now() : TimelineClock::time_point();
-    backend_.allreduce_scaled(entry.output.data, total, dtype, op, divisor,
-                              request.postscale_factor);
+    if (op == ReduceOp::kAdasum) {
+      reduce_packed(group, entry.output.data, dtype, op);
+      scale_in_place(dtype, entry.output.data, total, divisor, request.postscale_factor);
+    } else {
+      backend_.allreduce_scaled(entry.output.data, total, dtype, op, divisor,
+                                request.postscale_factor);
+    }
     if (traced) trace(group, op_event_name(OpType::kAllreduce), t1, TimelineClock::now());
     return;
   }
@@ -358,7 +385,7 @@ void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group,
     offset += n * element_size;
   }
   const auto t1 = traced ? TimelineClock::now() : TimelineClock::time_point();
-  backend_.allreduce(buffer, total, dtype, op);
+  reduce_packed(group, buffer, dtype, op);
   const auto t2 = traced ? TimelineClock::now() : TimelineClock::time_point();
   offset = 0;
   for (const TensorEntry* entry : group) {

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "core/adasum.h"
 #include "core/backend.h"
 #include "core/controller.h"
 #include "core/device_operations.h"
@@ -40,6 +41,10 @@ class CollectiveExecutor {
   // and scale factors): packed into the fusion buffer when it has several.
   // `contributors`: the ranks whose data counts (Average divides by it).
   void allreduce(const std::vector<const TensorEntry*>& group, int contributors);
+  // The reduction itself on the group's elements packed in `buffer`: the
+  // backend's allreduce, or Adasum with coefficients per tensor.
+  void reduce_packed(const std::vector<const TensorEntry*>& group, void* buffer, DataType dtype,
+                     ReduceOp op);
   // The response's collective on the CPU backend (CPU tensors, or staged
   // copies of CUDA tensors; several only for a fused allreduce), traced.
   // Returns the result the library allocates, if any.
@@ -77,6 +82,7 @@ class CollectiveExecutor {
   std::string op_event_name(OpType op_type) const;
 
   Backend& backend_;
+  AdasumReducer adasum_;
   DeviceOperations* device_;
   Timeline* timeline_;
   const Topology& topology_;

@@ -108,7 +108,7 @@ Request read_request(Reader& r) {
   q.name = r.string();
   q.dtype = checked_enum<DataType>(r.scalar<std::uint8_t>(), kNumDataTypes, "dtype");
   q.shape = r.dims();
-  q.reduce_op = checked_enum<ReduceOp>(r.scalar<std::uint8_t>(), 5, "reduce op");
+  q.reduce_op = checked_enum<ReduceOp>(r.scalar<std::uint8_t>(), kNumReduceOps, "reduce op");
   q.root_rank = r.scalar<std::int32_t>();
   q.prescale_factor = r.scalar<double>();
   q.postscale_factor = r.scalar<double>();

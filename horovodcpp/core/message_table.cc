@@ -425,6 +425,22 @@ Response build_response(const std::vector<Request>& requests) {
                           std::string(op_type_name(first.op_type)) + " of " + what + ": Average is not defined for bool tensors "
                           "(use Sum for logical OR, Min for logical AND)");
   }
+  if (first.op_type == OpType::kAllreduce && first.reduce_op == ReduceOp::kAdasum) {
+    if (!is_floating(first.dtype)) {
+      return error_response(first, ErrorKind::kInvalidArgument,
+                            "allreduce of " + what +
+                                ": Adasum needs a floating-point tensor "
+                                "(float16, bfloat16, float32 or float64), got " +
+                                dtype_name(first.dtype));
+    }
+    if ((size & (size - 1)) != 0) {
+      return error_response(first, ErrorKind::kInvalidArgument,
+                            "allreduce of " + what +
+                                ": Adasum needs a power-of-two number of "
+                                "ranks (as in Horovod), this process set has " +
+                                std::to_string(size));
+    }
+  }
   if (first.op_type == OpType::kBroadcast && (first.root_rank < 0 || first.root_rank >= size)) {
     return error_response(first, ErrorKind::kInvalidArgument,
                           "broadcast of " + what + ": root rank " +

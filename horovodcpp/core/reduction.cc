@@ -229,6 +229,7 @@ void reduce_elem(ReduceOp op, void* inout, const void* in, std::size_t count) {
     case ReduceOp::kProduct: return reduce_loop<Elem, ProductOp>(inout, in, count);
     case ReduceOp::kAverage:
       HVD_THROW(InvalidArgument, "reduce_into: Average is a Sum followed by scale_in_place");
+    case ReduceOp::kAdasum: HVD_THROW(InvalidArgument, "reduce_into: Adasum is not element-wise");
   }
   HVD_THROW(InvalidArgument, "reduce_into: unknown ReduceOp " << static_cast<int>(op));
 }
@@ -248,6 +249,7 @@ void reduce_bool(ReduceOp op, void* inout, const void* in, std::size_t count) {
       return;
     case ReduceOp::kAverage:
       HVD_THROW(InvalidArgument, "reduce_into: Average is not defined for bool");
+    case ReduceOp::kAdasum: HVD_THROW(InvalidArgument, "reduce_into: Adasum is not element-wise");
   }
   HVD_THROW(InvalidArgument, "reduce_into: unknown ReduceOp " << static_cast<int>(op));
 }
@@ -365,6 +367,7 @@ ManyFn many_fn(ReduceOp op, bool avx2) {
     case ReduceOp::kProduct: return kBool ? HVD_MANY(MinOp) : HVD_MANY(ProductOp);
     case ReduceOp::kAverage:
       HVD_THROW(InvalidArgument, "reduce_many: Average is a Sum followed by scale_in_place");
+    case ReduceOp::kAdasum: HVD_THROW(InvalidArgument, "reduce_many: Adasum is not element-wise");
   }
 #undef HVD_MANY
   HVD_THROW(InvalidArgument, "reduce_many: unknown ReduceOp " << static_cast<int>(op));

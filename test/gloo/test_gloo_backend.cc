@@ -403,6 +403,12 @@ TEST_P(BackendDtypeTest, AlltoallvUnevenCounts) {
   check_alltoallv_count_sets(backend, topology(), GetParam());
 }
 
+TEST_P(BackendDtypeTest, SendrecvPairs) {
+  GlooBackend backend(g_context);
+  check_sendrecv_pairs(backend, topology(), GetParam());
+  check_sendrecv_arguments_rejected(backend, topology(), GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest, ::testing::ValuesIn(kAllDtypes),
                          dtype_param_name);
 

@@ -152,6 +152,13 @@ TEST_P(BackendDtypeTest, AlltoallvUnevenCounts) {
   check_alltoallv_count_sets(backend, topology(), dtype);
 }
 
+TEST_P(BackendDtypeTest, SendrecvPairs) {
+  const auto [dtype, limit] = GetParam();
+  MpiBackend backend(g_context, limit);
+  check_sendrecv_pairs(backend, topology(), dtype);
+  check_sendrecv_arguments_rejected(backend, topology(), dtype);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest,
                          ::testing::Combine(::testing::ValuesIn(kAllDtypes),
                                             ::testing::ValuesIn(kSplitLimits)),

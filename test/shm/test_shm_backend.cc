@@ -259,6 +259,12 @@ TEST_P(BackendDtypeTest, AlltoallvUnevenCounts) {
   check_alltoallv_count_sets(*g_small, topology(), GetParam());
 }
 
+// Delegated to the inner backend.
+TEST_P(BackendDtypeTest, SendrecvPairs) {
+  check_sendrecv_pairs(*g_small, topology(), GetParam());
+  check_sendrecv_arguments_rejected(*g_small, topology(), GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest, ::testing::ValuesIn(kAllDtypes),
                          dtype_param_name);
 

@@ -146,6 +146,37 @@ TEST(BuildResponseTest, BoolAverageIsRejected) {
   EXPECT_EQ(build_response(requests).error_kind, ErrorKind::kNone);
 }
 
+TEST(BuildResponseTest, AdasumNeedsFloatsAndPowerOfTwoRanks) {
+  for (int size : {1, 2, 4, 8}) {
+    auto requests = agreeing(size, "g");
+    for (auto& r : requests) r.reduce_op = ReduceOp::kAdasum;
+    for (DataType dtype :
+         {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
+      for (auto& r : requests) r.dtype = dtype;
+      EXPECT_EQ(build_response(requests).error_kind, ErrorKind::kNone)
+          << size << " ranks, " << dtype_name(dtype);
+    }
+    for (DataType dtype : {DataType::kInt32, DataType::kUInt8, DataType::kBool}) {
+      for (auto& r : requests) r.dtype = dtype;
+      const Response response = build_response(requests);
+      EXPECT_EQ(response.error_kind, ErrorKind::kInvalidArgument) << dtype_name(dtype);
+      EXPECT_TRUE(contains(response.error_message, "Adasum needs a floating-point tensor"))
+          << response.error_message;
+      EXPECT_TRUE(contains(response.error_message, dtype_name(dtype))) << response.error_message;
+    }
+  }
+  for (int size : {3, 5, 6, 12}) {
+    auto requests = agreeing(size, "g");
+    for (auto& r : requests) r.reduce_op = ReduceOp::kAdasum;
+    const Response response = build_response(requests);
+    EXPECT_EQ(response.error_kind, ErrorKind::kInvalidArgument) << size;
+    EXPECT_TRUE(contains(response.error_message, "power-of-two number of ranks"))
+        << response.error_message;
+    EXPECT_TRUE(contains(response.error_message, "has " + std::to_string(size)))
+        << response.error_message;
+  }
+}
+
 // ---- Alltoall
 
 std::vector<Request> alltoall_requests(const std::vector<std::vector<std::int64_t>>& splits,

@@ -288,10 +288,11 @@ TYPED_TEST(KernelTest, ReduceIntoMatchesScalarReference) {
   }
 }
 
-TYPED_TEST(KernelTest, ReduceIntoRejectsAverageAndUnknownOps) {
+TYPED_TEST(KernelTest, ReduceIntoRejectsAverageAdasumAndUnknownOps) {
   typename Traits<TypeParam>::Store x[2] = {};
   const DataType dtype = dtype_of<TypeParam>();
   EXPECT_THROW(reduce_into(dtype, ReduceOp::kAverage, x, x + 1, 1), InvalidArgument);
+  EXPECT_THROW(reduce_into(dtype, ReduceOp::kAdasum, x, x + 1, 1), InvalidArgument);
   EXPECT_THROW(reduce_into(dtype, static_cast<ReduceOp>(42), x, x + 1, 1), InvalidArgument);
   EXPECT_NO_THROW(reduce_into(dtype, ReduceOp::kSum, nullptr, nullptr, 0));
 }

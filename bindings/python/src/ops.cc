@@ -143,7 +143,8 @@ void bind_ops(py::module_& m) {
       .value("Average", hvd::ReduceOp::kAverage)
       .value("Min", hvd::ReduceOp::kMin)
       .value("Max", hvd::ReduceOp::kMax)
-      .value("Product", hvd::ReduceOp::kProduct);
+      .value("Product", hvd::ReduceOp::kProduct)
+      .value("Adasum", hvd::ReduceOp::kAdasum);
 
   const auto avg = hvd::ReduceOp::kAverage;
   const auto on = [] { return py::arg("process_set") = py::none(); };  // None: the global set

@@ -4,6 +4,7 @@
 #include <gloo/allreduce.h>
 #include <gloo/alltoallv.h>
 #include <gloo/broadcast.h>
+#include <gloo/types.h>
 
 #include <cstring>
 #include <type_traits>
@@ -28,6 +29,9 @@ void with_element_type(DataType dtype, Fn&& fn) {
   HVD_THROW(InvalidArgument,
             "Gloo: no element type of " << dtype_size(dtype) << " bytes for " << dtype_name(dtype));
 }
+
+// The slot prefix of sendrecv's messages: Gloo's collectives use 0x01-0x08.
+constexpr std::uint8_t kSendRecvSlotPrefix = 0x40;
 
 void check_dtype(DataType dtype) {
   HVD_CHECK(static_cast<unsigned>(dtype) < static_cast<unsigned>(kNumDataTypes), InvalidArgument,
@@ -172,6 +176,34 @@ void GlooBackend::reducescatter(void* buffer, void* output, const std::vector<st
     std::memcpy(output, static_cast<char*>(buffer) + my_offset * element_size,
                 mine * element_size);
   }
+}
+
+void GlooBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
+                           std::size_t recv_count, DataType dtype, int peer) {
+  check_dtype(dtype);
+  const Topology& topology = context_->topology();
+  check_sendrecv_arguments(peer, topology.rank, topology.size, send_count, recv_count);
+  const std::size_t element_size = dtype_size(dtype);
+  // Both partners call this in the same order of collectives: the same tag.
+  const gloo::Slot slot = gloo::Slot::build(kSendRecvSlotPrefix, next_tag());
+  if (peer == topology.rank) {
+    if (send_count > 0) std::memcpy(recv, send, send_count * element_size);
+    return;
+  }
+  gloo_call("sendrecv", [&] {
+    const std::shared_ptr<gloo::Context>& context = context_->data();
+    std::unique_ptr<gloo::transport::UnboundBuffer> out, in;
+    if (send_count > 0) {
+      out = context->createUnboundBuffer(const_cast<void*>(send), send_count * element_size);
+      out->send(peer, slot);
+    }
+    if (recv_count > 0) {
+      in = context->createUnboundBuffer(recv, recv_count * element_size);
+      in->recv(peer, slot);
+    }
+    if (in) in->waitRecv(context_->timeout());
+    if (out) out->waitSend(context_->timeout());
+  });
 }
 
 }  // namespace hvd

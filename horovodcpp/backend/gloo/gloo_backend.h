@@ -36,6 +36,9 @@ class GlooBackend : public Backend {
   // about twice the data of a true reduce-scatter.
   void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
                      DataType dtype, ReduceOp op) override;
+  // Gloo's unbound buffers: one send and one receive with the peer.
+  void sendrecv(const void* send, std::size_t send_count, void* recv, std::size_t recv_count,
+                DataType dtype, int peer) override;
 
  private:
   // Same order of collectives on every rank: the same tag everywhere.

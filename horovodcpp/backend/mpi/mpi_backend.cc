@@ -82,7 +82,8 @@ MPI_Op MpiBackend::mpi_op(DataType dtype, ReduceOp op) const {
     case ReduceOp::kMin: return MPI_MIN;
     case ReduceOp::kMax: return MPI_MAX;
     case ReduceOp::kProduct: return MPI_PROD;
-    case ReduceOp::kAverage: break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;
   }
   HVD_THROW(InvalidArgument, "unknown reduce op " << static_cast<int>(op));
 }
@@ -197,7 +198,6 @@ void MpiBackend::pairwise_alltoallv(const char* input, const std::vector<std::si
                                     char* output, const std::vector<std::size_t>& recv_counts,
                                     DataType dtype) {
   const Topology& topology = context_->topology();
-  const MPI_Datatype datatype = mpi_datatype(dtype);
   const std::size_t element_size = dtype_size(dtype);
   std::vector<std::size_t> send_offsets, recv_offsets;
   offsets_of(send_counts, send_offsets);
@@ -207,28 +207,43 @@ void MpiBackend::pairwise_alltoallv(const char* input, const std::vector<std::si
     std::memcpy(output + recv_offsets[rank] * element_size,
                 input + send_offsets[rank] * element_size, recv_counts[rank] * element_size);
   }
-  // Step k: send to rank + k, receive from rank - k. Both ends of a
-  // direction split its count into the same chunks, and MPI keeps messages
-  // between two ranks in order.
-  constexpr int kTag = 0x2a11;
-  const std::size_t chunk = chunk_elements(dtype);
-  std::vector<MPI_Request> requests;
+  // Step k: send to rank + k, receive from rank - k.
   for (int k = 1; k < size; ++k) {
     const int to = (rank + k) % size, from = (rank - k + size) % size;
-    requests.clear();
-    for_each_chunk(recv_counts[from], chunk, [&](std::size_t offset, int n) {
-      requests.emplace_back();
-      HVD_MPI_CHECK(MPI_Irecv(output + (recv_offsets[from] + offset) * element_size, n, datatype,
-                              from, kTag, context_->data_comm(), &requests.back()));
-    });
-    for_each_chunk(send_counts[to], chunk, [&](std::size_t offset, int n) {
-      requests.emplace_back();
-      HVD_MPI_CHECK(MPI_Isend(input + (send_offsets[to] + offset) * element_size, n, datatype, to,
-                              kTag, context_->data_comm(), &requests.back()));
-    });
-    HVD_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-                              MPI_STATUSES_IGNORE));
+    exchange(input + send_offsets[to] * element_size, send_counts[to], to,
+             output + recv_offsets[from] * element_size, recv_counts[from], from, dtype);
   }
+}
+
+// Both ends of a direction split its count into the same chunks, and MPI
+// keeps messages between two ranks in order.
+void MpiBackend::exchange(const char* send, std::size_t send_count, int to, char* recv,
+                          std::size_t recv_count, int from, DataType dtype) {
+  constexpr int kTag = 0x2a11;
+  const MPI_Datatype datatype = mpi_datatype(dtype);
+  const std::size_t element_size = dtype_size(dtype);
+  const std::size_t chunk = chunk_elements(dtype);
+  std::vector<MPI_Request> requests;
+  for_each_chunk(recv_count, chunk, [&](std::size_t offset, int n) {
+    requests.emplace_back();
+    HVD_MPI_CHECK(MPI_Irecv(recv + offset * element_size, n, datatype, from, kTag,
+                            context_->data_comm(), &requests.back()));
+  });
+  for_each_chunk(send_count, chunk, [&](std::size_t offset, int n) {
+    requests.emplace_back();
+    HVD_MPI_CHECK(MPI_Isend(send + offset * element_size, n, datatype, to, kTag,
+                            context_->data_comm(), &requests.back()));
+  });
+  HVD_MPI_CHECK(
+      MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+}
+
+void MpiBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
+                          std::size_t recv_count, DataType dtype, int peer) {
+  const Topology& topology = context_->topology();
+  check_sendrecv_arguments(peer, topology.rank, topology.size, send_count, recv_count);
+  exchange(static_cast<const char*>(send), send_count, peer, static_cast<char*>(recv), recv_count,
+           peer, dtype);
 }
 
 void MpiBackend::reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,

@@ -39,6 +39,9 @@ class MpiBackend : public Backend {
   // total exceeds the per-call limit.
   void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
                      DataType dtype, ReduceOp op) override;
+  // Chunked MPI_Isend/MPI_Irecv with the peer.
+  void sendrecv(const void* send, std::size_t send_count, void* recv, std::size_t recv_count,
+                DataType dtype, int peer) override;
 
  private:
   MPI_Datatype mpi_datatype(DataType dtype) const;
@@ -47,6 +50,10 @@ class MpiBackend : public Backend {
   void pairwise_alltoallv(const char* input, const std::vector<std::size_t>& send_counts,
                           char* output, const std::vector<std::size_t>& recv_counts,
                           DataType dtype);
+  // Sends `send_count` elements to `to` while receiving `recv_count` from
+  // `from`, each in chunks of at most chunk_elements(dtype).
+  void exchange(const char* send, std::size_t send_count, int to, char* recv,
+                std::size_t recv_count, int from, DataType dtype);
   // Elements of `dtype` one MPI call moves at most.
   std::size_t chunk_elements(DataType dtype) const;
 

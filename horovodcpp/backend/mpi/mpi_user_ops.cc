@@ -23,7 +23,8 @@ MPI_User_function* function_for(ReduceOp op) {
     case ReduceOp::kMin: return &reduce<kDtype, ReduceOp::kMin>;
     case ReduceOp::kMax: return &reduce<kDtype, ReduceOp::kMax>;
     case ReduceOp::kProduct: return &reduce<kDtype, ReduceOp::kProduct>;
-    case ReduceOp::kAverage: break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;
   }
   return nullptr;
 }

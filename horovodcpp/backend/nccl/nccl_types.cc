@@ -38,7 +38,8 @@ ncclRedOp_t nccl_op(ReduceOp op, DataType dtype) {
     case ReduceOp::kProduct: return boolean ? ncclMin : ncclProd;
     case ReduceOp::kMin: return ncclMin;
     case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kAverage: break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;
   }
   HVD_THROW(InvalidArgument, "the NCCL backend takes Sum, Min, Max or Product, not "
                                  << reduce_op_name(op) << " (the core turns Average into Sum)");

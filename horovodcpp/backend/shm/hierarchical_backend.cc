@@ -154,6 +154,11 @@ void HostStagedBackend::alltoallv(const void* input, const std::vector<std::size
   inner_->alltoallv(input, send_counts, output, recv_counts, dtype);
 }
 
+void HostStagedBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
+                                 std::size_t recv_count, DataType dtype, int peer) {
+  inner_->sendrecv(send, send_count, recv, recv_count, dtype, peer);
+}
+
 void HostStagedBackend::reducescatter(void* buffer, void* output,
                                       const std::vector<std::size_t>& counts, DataType dtype,
                                       ReduceOp op) {

@@ -76,6 +76,8 @@ class HostStagedBackend : public Backend {
                  const std::vector<std::size_t>& recv_counts, DataType dtype) override;
   void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
                      DataType dtype, ReduceOp op) override;
+  void sendrecv(const void* send, std::size_t send_count, void* recv, std::size_t recv_count,
+                DataType dtype, int peer) override;
 
  private:
   // The stages of allreduce (see above).

@@ -311,6 +311,11 @@ void ShmBackend::alltoallv(const void* input, const std::vector<std::size_t>& se
   inner_->alltoallv(input, send_counts, output, recv_counts, dtype);
 }
 
+void ShmBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
+                          std::size_t recv_count, DataType dtype, int peer) {
+  inner_->sendrecv(send, send_count, recv, recv_count, dtype, peer);
+}
+
 std::unique_ptr<Backend> maybe_use_shm(std::unique_ptr<Backend> backend, Controller& controller) {
   const Topology& topology = controller.topology();
   if (topology.size < 2 || topology.local_size != topology.size) return backend;

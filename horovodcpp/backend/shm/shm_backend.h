@@ -63,6 +63,8 @@ class ShmBackend : public Backend {
   // Delegated to the inner backend.
   void alltoallv(const void* input, const std::vector<std::size_t>& send_counts, void* output,
                  const std::vector<std::size_t>& recv_counts, DataType dtype) override;
+  void sendrecv(const void* send, std::size_t send_count, void* recv, std::size_t recv_count,
+                DataType dtype, int peer) override;
   // The allreduce's pipeline, each rank copying out only its own share.
   void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
                      DataType dtype, ReduceOp op) override;

@@ -35,7 +35,11 @@ bool is_floating(DataType dtype);
 //   is the Sum divided by the number of ranks, rounded toward zero.
 // - bool: Sum and Max are logical OR, Product and Min are logical AND;
 //   Average is rejected.
-enum class ReduceOp : std::uint8_t { kSum, kAverage, kMin, kMax, kProduct };
+// - Adasum (floating types only, a power-of-two number of ranks): the
+//   adaptive summation of Horovod's hvd.Adasum, each tensor combined with
+//   coefficients of its own (README "Adasum").
+enum class ReduceOp : std::uint8_t { kSum, kAverage, kMin, kMax, kProduct, kAdasum };
+constexpr int kNumReduceOps = 6;
 const char* reduce_op_name(ReduceOp op);
 
 enum class DeviceType : std::uint8_t { kCPU, kCUDA };

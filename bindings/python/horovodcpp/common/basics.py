@@ -13,6 +13,7 @@ Sum = _core.ReduceOp.Sum
 Min = _core.ReduceOp.Min
 Max = _core.ReduceOp.Max
 Product = _core.ReduceOp.Product
+Adasum = _core.ReduceOp.Adasum  # floating tensors, power-of-two ranks (README "Adasum")
 
 is_initialized = _core.is_initialized
 size = _core.size

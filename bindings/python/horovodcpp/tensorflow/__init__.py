@@ -16,10 +16,12 @@ Keras: horovodcpp.tensorflow.keras. No custom TensorFlow op is compiled
 (see bridge.py), so one build serves every TensorFlow version; the graph
 path cannot be compiled with XLA. Not supported yet (NotImplementedError):
 process sets other than the global one, init(comm=...),
-backward_passes_per_step > 1. There is no Adasum.
+backward_passes_per_step > 1. op=hvd.Adasum works in allreduce (not
+differentiable) and DistributedGradientTape (gradients combined with
+Adasum, as Horovod does in TensorFlow 2).
 """
 from horovodcpp.common.basics import (  # noqa: F401
-    Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
+    Adasum, Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
     Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cross_rank, cross_size,
     cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
     local_rank, local_size, mpi_built, mpi_enabled, nccl_built, rank, rocm_built, shutdown, size,

@@ -6,12 +6,12 @@
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 
 Process sets (hvd.ProcessSet, hvd.add_process_set, process_set= on every
-operation) and hvd.join() work as in Horovod. Not supported:
+operation), hvd.join() and op=hvd.Adasum work as in Horovod. Not supported:
 init(comm=...) with a subset of the launched ranks or an MPI communicator
-(NotImplementedError), Adasum.
+(NotImplementedError).
 """
 from horovodcpp.common.basics import (  # noqa: F401
-    Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
+    Adasum, Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
     Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cross_rank, cross_size,
     cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
     local_rank, local_size, mpi_built, mpi_enabled, nccl_built, rank, rocm_built, shutdown, size,

@@ -12,11 +12,13 @@ ranks holding the extreme (split between ties); of Product, multiplies by
 the other ranks' factors. Horovod instead averages in allgather and
 broadcast backward and scales reducescatter's by the number of ranks. On a
 process set, "ranks" are its members and backward runs on the same set.
+Adasum has no backward here (Horovod reduces the gradients with Adasum,
+which is not the gradient of Adasum): NotImplementedError.
 """
 import torch
 
 from horovodcpp import _core
-from horovodcpp.common.basics import Average, Max, Min, Product, Sum
+from horovodcpp.common.basics import Adasum, Average, Max, Min, Product, Sum
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import resolve_op
 from horovodcpp.torch import mpi_ops
@@ -31,6 +33,8 @@ def _sum_over_ranks(tensor, process_set):
 def _allreduce_grad(tensor, grad, op, prescale, postscale, process_set):
     """d/d tensor of the sum over ranks of <grad_r, allreduce(tensor)>."""
     scale = prescale * postscale
+    if op == Adasum:
+        raise NotImplementedError("allreduce with op=Adasum is not differentiable")
     if op in (Sum, Average):
         return synchronize(mpi_ops.allreduce_async(grad, op=op, prescale_factor=prescale,
                                                    postscale_factor=postscale,

@@ -7,7 +7,7 @@ import warnings
 
 import torch
 
-from horovodcpp.common.basics import Average
+from horovodcpp.common.basics import Adasum, Average
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import gradient_groups, split_evenly
 from horovodcpp.torch import mpi_ops
@@ -190,6 +190,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     """Wraps `optimizer` (of any torch.optim class) so that step() uses
     gradients reduced with `op` (Average) over all ranks, or over the ranks
     of `process_set` (on other ranks, step() only runs `optimizer`'s step).
+    With op=Adasum each rank steps on its own gradients and the parameter
+    changes are combined with Adasum (adasum_optimizer.py).
 
     named_parameters: model.named_parameters(), to name each allreduce.
     compression: Compression.none, .fp16 or .bf16 for the transfer.
@@ -202,6 +204,12 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         gathered as indices and values).
     """
     groups = gradient_groups(op, gradient_predivide_factor, num_groups, groups, "torch.Tensor")
+    # Adasum of one rank is the identity; a set that is not registered (size
+    # None) is refused by _DistributedOptimizer.
+    if op == Adasum and process_set.size() not in (None, 1):
+        from horovodcpp.torch.adasum_optimizer import distributed_adasum_optimizer
+        return distributed_adasum_optimizer(optimizer, named_parameters, compression,
+                                            backward_passes_per_step, process_set)
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     distributed = cls(optimizer.param_groups, named_parameters, compression,

@@ -14,6 +14,7 @@ void WorkState::fail(std::exception_ptr error) { finish(Tensor(), {}, std::move(
 
 void WorkState::finish(Tensor output, std::vector<std::int64_t> received_splits,
                        std::exception_ptr error) {
+  std::vector<std::function<void()>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return;  // the first outcome wins (e.g. shutdown racing completion)
@@ -21,8 +22,10 @@ void WorkState::finish(Tensor output, std::vector<std::int64_t> received_splits,
     output_ = std::move(output);
     received_splits_ = std::move(received_splits);
     error_ = std::move(error);
+    callbacks.swap(callbacks_);
   }
   done_cv_.notify_all();
+  for (auto& callback : callbacks) callback();  // unlocked: they may query the state
 }
 
 bool WorkState::wait(std::optional<std::chrono::milliseconds> timeout) {
@@ -34,6 +37,17 @@ bool WorkState::wait(std::optional<std::chrono::milliseconds> timeout) {
     return true;
   }
   return done_cv_.wait_for(lock, *timeout, [this] { return done_; });
+}
+
+void WorkState::on_done(std::function<void()> callback) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_) {
+      callbacks_.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback();
 }
 
 bool WorkState::done() const {
@@ -72,6 +86,11 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) const {
 bool Work::poll() const {
   HVD_CHECK(state_, InvalidArgument, "poll() on an empty Work handle");
   return state_->done();
+}
+
+void Work::on_done(std::function<void()> callback) const {
+  HVD_CHECK(state_, InvalidArgument, "on_done() on an empty Work handle");
+  state_->on_done(std::move(callback));
 }
 
 std::exception_ptr Work::error() const {

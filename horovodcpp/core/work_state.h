@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -22,13 +23,14 @@ class WorkState {
   // False if the timeout expired first.
   bool wait(std::optional<std::chrono::milliseconds> timeout);
   bool done() const;
+  // Runs `callback` after completion (now, if already completed).
+  void on_done(std::function<void()> callback);
   std::exception_ptr error() const;
-  const Tensor& output() const;  // valid once done
+  const Tensor& output() const;                              // valid once done
   const std::vector<std::int64_t>& received_splits() const;  // valid once done
 
  private:
-  void finish(Tensor output, std::vector<std::int64_t> received_splits,
-              std::exception_ptr error);
+  void finish(Tensor output, std::vector<std::int64_t> received_splits, std::exception_ptr error);
 
   mutable std::mutex mutex_;
   std::condition_variable done_cv_;
@@ -36,6 +38,7 @@ class WorkState {
   std::exception_ptr error_;
   Tensor output_;
   std::vector<std::int64_t> received_splits_;
+  std::vector<std::function<void()>> callbacks_;  // run once, after done_
 };
 
 }  // namespace hvd::detail

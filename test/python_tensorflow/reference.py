@@ -47,26 +47,28 @@ def gather_all(value):
     return hvd.allgather_object(value)
 
 
-def check_gradient(mode, make_input, distributed, reference, count=1):
+def check_gradient(mode, make_input, distributed, reference, count=1, members=None):
     """Checks the outputs and input gradients of a differentiable collective.
 
     make_input(r, i): input i of rank r (float64); distributed(inputs) runs
-    the collective here; reference(inputs of every rank) returns every
-    rank's outputs computed locally. The objective is the sum over ranks of
+    the collective here; reference(inputs of every member) returns every
+    member's outputs computed locally. members: the global ranks taking
+    part (default: every rank). The objective is the sum over members of
     <weights_r, outputs_r>; this rank's input gradients must match.
     """
-    n, me = hvd.size(), hvd.rank()
+    members = list(range(hvd.size())) if members is None else list(members)
+    me = members.index(hvd.rank())
 
     def as_list(x):
         return list(x) if isinstance(x, (list, tuple)) else [x]
 
-    all_inputs = [[make_input(r, i) for i in range(count)] for r in range(n)]
+    all_inputs = [[make_input(r, i) for i in range(count)] for r in members]
     with tf.GradientTape() as tape:
         tape.watch(all_inputs)
         all_outputs = [as_list(o) for o in reference(all_inputs)]
         # Weights by output shape, known here (not always when tracing).
         all_weights = [[rank_tensor(r, o.shape, seed=7 + i) for i, o in enumerate(outs)]
-                       for r, outs in enumerate(all_outputs)]
+                       for r, outs in zip(members, all_outputs)]
         objective = sum(tf.reduce_sum(o * w) for outs, ws in zip(all_outputs, all_weights)
                         for o, w in zip(outs, ws))
     expected = tape.gradient(objective, all_inputs[me])
@@ -78,7 +80,7 @@ def check_gradient(mode, make_input, distributed, reference, count=1):
             objective = sum(tf.reduce_sum(o * w) for o, w in zip(outputs, all_weights[me]))
         return outputs, tape.gradient(objective, inputs)
 
-    inputs = [make_input(me, i) for i in range(count)]
+    inputs = [make_input(hvd.rank(), i) for i in range(count)]
     outputs, grads = run(mode, local, inputs)
     for got, want in zip(outputs, all_outputs[me]):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-9)

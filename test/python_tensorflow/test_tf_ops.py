@@ -1,11 +1,13 @@
 """horovodcpp.tensorflow collectives, eagerly and inside tf.function: every
-op and dtype against a local reference, errors raised on every rank, the
-object helpers and the basics."""
+op and dtype against a local reference, errors raised on every rank as
+Horovod's tf.errors, many collectives in flight at once, the object
+helpers, the topology ops and the basics."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import horovodcpp.tensorflow as hvd
+from conftest import INTER_OP_THREADS
 from reference import DTYPES, assert_equal, every_rank, gather_all, rank_tensor, run
 
 OPS = [hvd.Sum, hvd.Average, hvd.Min, hvd.Max, hvd.Product]
@@ -41,7 +43,7 @@ def test_allreduce(mode, dtype, op):
     tensor = rank_tensor(hvd.rank(), [3, 5], dtype)
     name = "ar.{}.{}".format(dtype.name, op)
     if dtype == tf.bool and op == hvd.Average:
-        with pytest.raises((hvd.InvalidArgumentError, tf.errors.OpError), match="Average"):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Average"):
             run(mode, lambda t: hvd.allreduce(t, name=name, op=op), tensor)
         return
     expected = reduce_reference(every_rank(lambda r: rank_tensor(r, [3, 5], dtype)), op, dtype)
@@ -157,17 +159,68 @@ def test_reducescatter(mode, dtype, op):
     assert_equal(grouped[1], reduced[start:start + shares[me]])
 
 
-def test_mismatch_raises_on_every_rank(mode):
+def test_mismatch_is_failed_precondition_on_every_rank(mode):
+    # As in Horovod (horovod/tensorflow/mpi_ops.cc): ranks that disagree are
+    # a failed precondition, eagerly too.
     tensor = tf.zeros([hvd.rank() + 1])
-    with pytest.raises((hvd.MismatchError, tf.errors.OpError), match="shape differs"):
+    with pytest.raises(tf.errors.FailedPreconditionError, match="shape differs"):
         run(mode, lambda t: hvd.allreduce(t, name="mismatch"), tensor)
+    other = tf.zeros([2], tf.float32 if hvd.rank() == 0 else tf.float64)
+    with pytest.raises(tf.errors.FailedPreconditionError, match="dtype differs"):
+        run(mode, lambda t: hvd.allgather(t, name="dtype_mismatch"), other)
 
 
-def test_unsupported_dtype_and_process_sets():
-    with pytest.raises(ValueError, match="does not support"):
+def test_bad_input_is_invalid_argument_on_every_rank(mode):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="root rank"):
+        run(mode, lambda t: hvd.broadcast(t, hvd.size(), name="bad_root"), tf.zeros([2]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="sum to"):
+        run(mode, lambda t: hvd.alltoall(t, splits=[1] * hvd.size(), name="bad_splits"),
+            tf.zeros([hvd.size() + 1, 1]))
+
+
+def test_unsupported_dtype():
+    with pytest.raises(TypeError, match="does not support"):
         hvd.allreduce(tf.constant([1], tf.uint32))
-    with pytest.raises(NotImplementedError):
-        hvd.allreduce(tf.zeros([1]), process_set=hvd.ProcessSet([0]))
+
+
+COLLECTIVES = 32 * INTER_OP_THREADS  # independent ones per graph
+
+
+def test_many_independent_collectives_do_not_stall(mode):
+    tensors = [rank_tensor(hvd.rank(), [3], seed=i) for i in range(COLLECTIVES)]
+    results = run(mode, lambda *ts: [hvd.allreduce(t, op=hvd.Sum) for t in ts], *tensors)
+    for i, result in enumerate(results):
+        assert_equal(result, sum(every_rank(lambda r: rank_tensor(r, [3], seed=i))))
+
+
+def test_many_collectives_in_an_unordered_backward_function():
+    """TensorFlow builds the backward function of a tf.function that an eager
+    tape differentiates without ordering its ops: there the collectives start
+    in any order on each rank, on INTER_OP_THREADS threads."""
+    variables = [tf.Variable(rank_tensor(hvd.rank(), [3], seed=i)) for i in range(COLLECTIVES)]
+    weights = [rank_tensor(hvd.rank(), [3], seed=1000 + i) for i in range(COLLECTIVES)]
+
+    @tf.function
+    def doubled_sums(*xs):
+        return [hvd.allreduce(2.0 * x, op=hvd.Sum) for x in xs]
+    with tf.GradientTape() as tape:
+        outputs = doubled_sums(*variables)
+        objective = tf.add_n([tf.reduce_sum(o * w) for o, w in zip(outputs, weights)])
+    grads = tape.gradient(objective, variables)
+    for i, (output, grad) in enumerate(zip(outputs, grads)):
+        assert_equal(output, 2.0 * sum(every_rank(lambda r: rank_tensor(r, [3], seed=i))))
+        # d/dx of sum over ranks of <w_r, 2 * sum(x)>: twice the sum of the weights.
+        assert_equal(grad, 2.0 * sum(every_rank(lambda r: rank_tensor(r, [3], seed=1000 + i))))
+
+
+def test_topology_ops_run_when_the_graph_runs():
+    @tf.function
+    def topology():
+        return (hvd.rank_op(), hvd.size_op(), hvd.local_rank_op(), hvd.local_size_op(),
+                hvd.process_set_included_op(), hvd.process_set_included_op(12345))
+    values = [int(v) for v in topology()]
+    assert values == [hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), 1, -3]
+    assert all(v.dtype == tf.int32 for v in topology())
 
 
 def test_barrier_join_and_objects(mode):
@@ -177,6 +230,9 @@ def test_barrier_join_and_objects(mode):
     assert hvd.broadcast_object(obj, root_rank=hvd.size() - 1)["rank"] == hvd.size() - 1
     gathered = hvd.allgather_object(obj)
     assert [o["rank"] for o in gathered] == list(range(hvd.size()))
+    broadcast_fn = hvd.broadcast_object_fn(root_rank=hvd.size() - 1, name="fn")
+    assert broadcast_fn(obj) == {"rank": hvd.size() - 1, "data": list(range(hvd.size() + 1))}
+    assert broadcast_fn([hvd.rank()]) == [hvd.size() - 1]
 
 
 def test_broadcast_variables(mode):

@@ -1,4 +1,5 @@
-"""DistributedGradientTape and the legacy DistributedOptimizer: each rank
+"""DistributedGradientTape, PartialDistributedGradientTape and the legacy
+DistributedOptimizer (also with backward_passes_per_step): each rank
 trains on its shard of a global batch; the variables must equal one process
 training on the whole batch, and be identical on every rank."""
 import numpy as np
@@ -6,12 +7,17 @@ import pytest
 import tensorflow as tf
 
 import horovodcpp.tensorflow as hvd
-from reference import gather_all
+from reference import gather_all, run
 
 STEPS, ROWS_PER_RANK, LR = 3, 4, 0.1
 
 
-def global_batch(step):
+def global_batch(step, scale=1):
+    """Global batch `step`; with scale k, global batches step*k .. step*k+k-1
+    together."""
+    if scale > 1:
+        parts = [global_batch(step * scale + i) for i in range(scale)]
+        return tuple(np.concatenate(p) for p in zip(*parts))
     rng = np.random.RandomState(100 + step)
     n = ROWS_PER_RANK * hvd.size()
     return rng.randn(n, 5), rng.randint(0, 6, n), rng.randn(n, 2)
@@ -34,11 +40,11 @@ def loss_fn(variables, x, ids, y):
     return tf.reduce_mean(tf.square(prediction - y))
 
 
-def train_whole_batch(scale=1.0):
+def train_whole_batch(scale=1.0, steps=STEPS, batches_per_step=1):
     """The reference: one process, the whole global batch each step."""
     variables = make_variables()
-    for step in range(STEPS):
-        x, ids, y = global_batch(step)
+    for step in range(steps):
+        x, ids, y = global_batch(step, batches_per_step)
         with tf.GradientTape() as tape:
             loss = loss_fn(variables, x, ids, y)
         for v, g in zip(variables, tape.gradient(loss, variables)):
@@ -119,6 +125,63 @@ def test_legacy_distributed_optimizer():
         x, ids, y = map(shard, global_batch(s))
         optimizer.minimize(lambda: loss_fn(variables, x, ids, y), var_list=variables)
     assert_trained(variables, train_whole_batch())
+
+
+@pytest.mark.parametrize("average", [True, False], ids=["average", "sum"])
+def test_legacy_optimizer_backward_passes_per_step(mode, average):
+    """Gradients summed over 2 steps, combined and applied on the second: one
+    process training on 2 global batches at once (at twice the rate when
+    they are summed)."""
+    variables = make_variables()
+    optimizer = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(LR),
+                                         backward_passes_per_step=2, sparse_as_dense=True,
+                                         average_aggregated_gradients=average)
+
+    def step(x, ids, y):
+        optimizer.minimize(lambda: loss_fn(variables, x, ids, y), var_list=variables)
+    if mode == "function":
+        step = tf.function(step)
+    for s in range(4):
+        step(*map(shard, global_batch(s)))
+    assert_trained(variables, train_whole_batch(1.0 if average else 2.0, steps=2,
+                                                batches_per_step=2))
+    # As in Horovod, sparse gradients cannot be summed into a variable.
+    sparse = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(LR),
+                                      backward_passes_per_step=2)
+    with pytest.raises(ValueError, match="sparse_as_dense"):
+        sparse.minimize(lambda: loss_fn(variables, *map(shard, global_batch(0))),
+                        var_list=variables)
+
+
+def test_partial_distributed_gradient_tape(mode):
+    """The local layer's gradient stays local (divided by the number of
+    ranks, as in Horovod), the others are averaged."""
+    import keras
+    keras.utils.set_random_seed(0)
+    local_layer, shared_layer = keras.layers.Dense(3), keras.layers.Dense(1)
+    model = keras.Sequential([keras.Input((5,)), local_layer, shared_layer])
+
+    def gradients(x, y, distributed):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x) - y))
+        if distributed:
+            tape = hvd.PartialDistributedGradientTape(tape, local_layers=[local_layer])
+        return tape.gradient(loss, model.trainable_variables)
+    own = [gradients(*shard_xy(r), False) for r in range(hvd.size())]
+    got = run(mode, lambda x, y: gradients(x, y, True), *shard_xy(hvd.rank()))
+    local = {id(v) for v in local_layer.trainable_weights}
+    for k, (v, g) in enumerate(zip(model.trainable_variables, got)):
+        if id(v) in local:
+            want = own[hvd.rank()][k] / hvd.size()
+        else:
+            want = sum(o[k] for o in own) / hvd.size()
+        np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def shard_xy(rank):
+    x, _, y = global_batch(0)
+    return (tf.constant(x[rank::hvd.size()], tf.float32),
+            tf.constant(y[rank::hvd.size()][:, :1], tf.float32))
 
 
 def test_option_errors():

@@ -1,6 +1,8 @@
 // The queue's in-flight table: duplicates, hand-over order and closing.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "core/tensor_queue.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/work.h"
@@ -83,6 +85,29 @@ TEST(WorkStateTest, FirstOutcomeWinsAndTimeoutIsReported) {
   EXPECT_TRUE(work.poll());
   EXPECT_THROW(work.wait(), Mismatch);
   EXPECT_NE(work.error(), nullptr);
+}
+
+TEST(WorkStateTest, OnDoneRunsOnceOnTheCompletingThreadOrAtOnce) {
+  auto state = std::make_shared<detail::WorkState>();
+  Work work(state);
+  int calls = 0;
+  std::thread::id ran_on;
+  work.on_done([&] {
+    ++calls;
+    ran_on = std::this_thread::get_id();
+    EXPECT_TRUE(work.poll());  // the state is complete and unlocked by then
+    EXPECT_NE(work.error(), nullptr);
+  });
+  EXPECT_EQ(calls, 0);
+  std::thread completer([&] { state->fail(std::make_exception_ptr(Mismatch("bad"))); });
+  const std::thread::id completer_id = completer.get_id();
+  completer.join();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(ran_on, completer_id);
+  state->complete();  // a second outcome runs nothing again
+  EXPECT_EQ(calls, 1);
+  work.on_done([&] { ++calls; });  // already done: runs here, now
+  EXPECT_EQ(calls, 2);
 }
 
 }  // namespace

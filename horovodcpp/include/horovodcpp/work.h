@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -34,6 +35,12 @@ class Work {
   const Tensor& output() const;
   // Alltoall: rows received from each rank; waits for completion first.
   const std::vector<std::int64_t>& received_splits() const;
+  // Calls `callback` once the operation has completed, successfully or not:
+  // at once on this thread if it already has, else on the thread that
+  // completes it (a horovodcpp thread). For front ends that must not block
+  // a thread while waiting; the callback must be quick and must not call
+  // into horovodcpp (it may query this Work).
+  void on_done(std::function<void()> callback) const;
 
   bool valid() const { return state_ != nullptr; }
 

@@ -12,13 +12,11 @@ core, eagerly and inside tf.function.
         hvd.broadcast_variables(model.variables, root_rank=0)
         hvd.broadcast_variables(optimizer.variables, root_rank=0)
 
-Keras: horovodcpp.tensorflow.keras. No custom TensorFlow op is compiled
-(see bridge.py), so one build serves every TensorFlow version; the graph
-path cannot be compiled with XLA. Not supported yet (NotImplementedError):
-process sets other than the global one, init(comm=...),
-backward_passes_per_step > 1. op=hvd.Adasum works in allreduce (not
-differentiable) and DistributedGradientTape (gradients combined with
-Adasum, as Horovod does in TensorFlow 2).
+Keras: horovodcpp.tensorflow.keras. The collectives are TensorFlow ops
+built on TensorFlow's stable C API (see bridge.py), so one build serves
+every TensorFlow version that has it; they cannot be compiled with XLA.
+op=hvd.Adasum works in allreduce (not differentiable) and
+DistributedGradientTape. Differences from Horovod: see README.md.
 """
 from horovodcpp.common.basics import (  # noqa: F401
     Adasum, Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
@@ -28,13 +26,18 @@ from horovodcpp.common.basics import (  # noqa: F401
     start_timeline, stop_timeline)
 from horovodcpp.common.process_sets import (  # noqa: F401
     ProcessSet, add_process_set, global_process_set, remove_process_set)
+from horovodcpp.common.util import resolve_op as handle_average_backwards_compatibility  # noqa
 from horovodcpp.tensorflow.compression import Compression  # noqa: F401
 from horovodcpp.tensorflow.functions import (  # noqa: F401
     allgather_object, broadcast_, broadcast_global_variables, broadcast_object,
-    broadcast_variables)
-from horovodcpp.tensorflow.gradient_tape import DistributedGradientTape  # noqa: F401
-from horovodcpp.tensorflow.mpi_ops import barrier, join  # noqa: F401
+    broadcast_object_fn, broadcast_variables)
+from horovodcpp.tensorflow.gradient_tape import (  # noqa: F401
+    DistributedGradientTape, PartialDistributedGradientTape)
+from horovodcpp.tensorflow.mpi_ops import (  # noqa: F401
+    barrier, join, local_rank_op, local_size_op, process_set_included_op, rank_op, size_op)
 from horovodcpp.tensorflow.ops import (  # noqa: F401
     allgather, allreduce, alltoall, broadcast, grouped_allgather, grouped_allreduce,
     grouped_reducescatter, reducescatter)
 from horovodcpp.tensorflow.optimizer import DistributedOptimizer  # noqa: F401
+from horovodcpp.tensorflow.sync_batch_norm import SyncBatchNormalization  # noqa: F401
+

@@ -1,164 +1,118 @@
 """How horovodcpp collectives run on TensorFlow tensors, eagerly and inside
-tf.function.
+tf.function: as TensorFlow ops of horovodcpp's own (_tf_ops.so, built from
+bindings/python/tensorflow_ops), whose kernels are asynchronous.
 
-Eagerly, tensors go to horovodcpp._core directly: inputs through DLPack
-(no copy), results through NumPy into new tensors (a copy: TensorFlow
-kernels need 64-byte aligned memory, which a DLPack import would not
-guarantee).
+Why ops of our own, and why asynchronous. The first bridge ran each
+collective in a tf.py_function that submitted it and blocked its inter-op
+thread until it was done, trusting tf.function to run those stateful ops in
+program order on every rank. That order does not always hold: the backward
+function TensorFlow builds for a tf.function differentiated from outside
+(an eager tape around a tf.function call) has no automatic control
+dependencies, so its collectives run in whatever order its threads pick. On
+2 inter-op threads and 64 independent allreduces, rank 0 blocked both its
+threads on two tensors and rank 1 on two others, and the stall inspector
+ended the job. An asynchronous kernel holds no thread while it waits: it
+submits to the core and returns, and the core's completion callback
+(Work.on_done) ends the op. So every rank reaches every collective its
+inputs allow, in any order, on any number of threads; whatever the order,
+each collective is then submitted by every rank and completes, which makes
+its consumers ready: no deadlock. The collectives are also not stateful (as
+in Horovod), so tf.function runs independent ones at once and the core
+fuses them, instead of one per coordinator cycle. A py_function also turns
+every error into UnknownError; the kernels report Horovod's codes:
+FailedPreconditionError when ranks disagree, InvalidArgumentError for a
+wrong call, AbortedError after a shutdown, DeadlineExceededError for a
+timeout.
 
-In a graph (tf.function, Keras' compiled train step) the same Python code
-runs inside a tf.py_function op. Why py_function and not a custom C++ op: a
-TensorFlow op must be compiled against the installed TensorFlow's C++ ABI
-(Horovod rebuilds for each version); py_function needs only the Python API,
-so the one _core extension serves every TensorFlow version. Why it cannot
-deadlock although the op blocks until the collective is done: tf.function
-runs stateful ops (py_function is one) in program order, so every rank
-submits its collectives in the same order. The price is a Python call per
-op, so callers batch: run() takes several collectives, submits them all,
-then waits, in one op (a whole gradient list is one op). Errors raised in
-the op reach the caller as tf.errors (the message names the tensor). XLA
-(jit_compile=True) cannot compile py_function.
+Why TensorFlow's C API. A kernel compiled against TensorFlow's C++ headers
+works with one TensorFlow version only (Horovod rebuilds for each). The C
+API (tensorflow/c/kernels.h, ops.h) is TensorFlow's stable ABI and has
+asynchronous kernels (TF_NewAsyncKernelBuilder); tensorflow_ops/tf_c_api.h
+declares the part we use, so building needs no TensorFlow, and the symbols
+resolve against the TensorFlow that loads the library. A TensorFlow whose C
+API lacks them fails to load it with an ImportError that says so.
+
+Eagerly, TensorFlow runs one op at a time and waits for each, so a batch of
+independent collectives (a gradient list, a variable list) runs as one
+cached tf.function: as_graph().
 
 Names identify a tensor across ranks. Eagerly, unnamed collectives get the
 core's automatic names (they match because every rank issues them in the
-same order). In a graph, names are fixed at trace time from the graph's
-unique op names, which are the same on every rank that traced the same
-function.
+same order). In a graph, names are fixed at trace time and made unique
+like the graph's op names (two collectives of one graph may be in flight
+at once), which are the same on every rank that traced the same function.
 """
+import ctypes
+import os
 import re
 
-import numpy as np
 import tensorflow as tf
 
 from horovodcpp.common import process_sets as _process_sets
 
-# What the core reduces natively, by TensorFlow dtype (the names are the
-# core's dtype names too).
+
+def _load_ops():
+    # TensorFlow's own import makes its C API global today; this makes sure,
+    # since the library's TF_* symbols resolve against it.
+    framework = os.path.join(tf.sysconfig.get_lib(), "libtensorflow_framework.so.2")
+    if os.path.exists(framework):
+        ctypes.CDLL(framework, mode=ctypes.RTLD_GLOBAL)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_tf_ops.so")
+    try:
+        return tf.load_op_library(path)
+    except (tf.errors.NotFoundError, OSError) as e:
+        raise ImportError(
+            "horovodcpp.tensorflow cannot load its TensorFlow ops {} into TensorFlow {}: {} "
+            "(they need the C API's asynchronous kernels, TF_NewAsyncKernelBuilder)".format(
+                path, tf.__version__, e)) from e
+
+
+OPS = _load_ops()
+
+# What the core reduces natively, by TensorFlow dtype (the ops' type lists).
 SUPPORTED_DTYPES = (tf.uint8, tf.int8, tf.uint16, tf.int16, tf.int32, tf.int64, tf.float16,
                     tf.bfloat16, tf.float32, tf.float64, tf.bool)
-# How a result is held in NumPy before it becomes a tensor: NumPy cannot
-# export bool or bfloat16 through DLPack, so those travel as same-size ints.
-_STORAGE = {tf.bool: np.uint8, tf.bfloat16: np.uint16}
 
 
 def check_dtype(dtype):
     if dtype not in SUPPORTED_DTYPES:
-        raise ValueError("horovodcpp does not support tensors of dtype {} (supported: {})".format(
+        raise TypeError("horovodcpp does not support tensors of dtype {} (supported: {})".format(
             dtype.name, ", ".join(d.name for d in SUPPORTED_DTYPES)))
 
 
-def check_process_set(process_set):
-    """Only the global process set runs here for now (horovodcpp.torch has
-    the others): anything else raises NotImplementedError."""
-    if process_set is None or process_set is _process_sets.global_process_set:
-        return
-    if getattr(process_set, "process_set_id", None) == 0:
-        return
-    raise NotImplementedError(
-        "horovodcpp.tensorflow runs on the global process set only (process sets other "
-        "than the global one are available in horovodcpp.torch)")
-
-
-def core_input(tensor, move_only=False):
-    """What _core reads for an eager tensor: (DLPack tensor, dtype name).
-    move_only (allgather, alltoall): the bits travel as the storage dtype, so
-    that the result comes back through NumPy."""
-    check_dtype(tensor.dtype)
-    dtype_name = tensor.dtype.name
-    if tensor.dtype == tf.bool:
-        tensor = tf.cast(tensor, tf.uint8)
-    if move_only and tensor.dtype in _STORAGE:
-        dtype_name = np.dtype(_STORAGE[tensor.dtype]).name
-    return (tensor, dtype_name)
-
-
-def output_array(shape, dtype, init=None):
-    """A NumPy array for _core to write a result of `dtype` into, and what
-    _core takes for it. `init`: an eager tensor whose value to start from."""
-    check_dtype(dtype)
-    storage = _STORAGE.get(dtype, dtype.as_numpy_dtype)
-    if init is None:
-        array = np.empty(shape, dtype=storage)
-    else:
-        array = np.array(init.numpy()).view(storage)  # a writable copy
-    return array, (array, dtype.name)
-
-
-def from_array(array, dtype):
-    """The tensor of `dtype` holding a NumPy array from output_array()."""
-    tensor = tf.convert_to_tensor(array)
-    if dtype == tf.bool:
-        return tf.cast(tensor, tf.bool)
-    if dtype == tf.bfloat16:
-        return tf.bitcast(tensor, tf.bfloat16)
-    return tensor
-
-
-def from_core(buffer, dtype):
-    """The tensor of `dtype` holding a result the core allocated (a
-    _core.Buffer of the storage dtype)."""
-    return from_array(np.from_dlpack(buffer), dtype)
+def set_id(process_set):
+    """The id the ops take for `process_set` (ValueError if it is not
+    registered)."""
+    _process_sets.core_set(process_set)
+    return process_set.process_set_id
 
 
 def collective_name(prefix, name, tensor=None):
-    """The name a collective is submitted under (see the module docstring)."""
-    if name is not None:
-        return "{}.{}".format(prefix, name)
+    """The name a collective is submitted under (see the module docstring):
+    "<prefix>.<name>", made unique in a graph as TensorFlow makes node
+    names unique (the same on every rank that traced the same function)."""
     if tf.executing_eagerly():
-        return ""  # the core's automatic name
+        return "" if name is None else "{}.{}".format(prefix, name)
+    graph = tf.compat.v1.get_default_graph()
+    if name is not None:
+        return "{}.{}".format(prefix, graph.unique_name(name))
     base = "Horovod{}".format(prefix[:1].upper() + prefix[1:])
     if tensor is not None:
         base += "_" + re.sub("[^a-zA-Z0-9_]", "_", tensor.name)
-    return tf.compat.v1.get_default_graph().unique_name(base)
+    return graph.unique_name(base)
 
 
-def when_done(works, outputs):
-    """A Collective's finish function: waits for the _core.Work objects
-    `works` (raising their error), then returns outputs()."""
-    def finish():
-        for work in works:
-            work.wait()
-        return outputs()
-    return finish
+_graphs = {}
 
 
-class Collective:
-    """One operation of a run(): its input tensors, its outputs' dtypes and
-    static shapes (known when tracing), and start(eager inputs), which
-    submits it to the core and returns a function that waits and returns
-    the outputs as eager tensors."""
-
-    def __init__(self, inputs, out_dtypes, out_shapes, start):
-        self.inputs = list(inputs)
-        self.out_dtypes = list(out_dtypes)
-        self.out_shapes = list(out_shapes)
-        self.start = start
-
-
-def run(collectives):
-    """Runs the collectives (all submitted before any is waited for) and
-    returns each one's list of outputs."""
-    if tf.executing_eagerly():
-        finishes = [c.start(c.inputs) for c in collectives]
-        return [finish() for finish in finishes]
-
-    def body(*eager_inputs):
-        finishes, offset = [], 0
-        for c in collectives:
-            finishes.append(c.start(list(eager_inputs[offset:offset + len(c.inputs)])))
-            offset += len(c.inputs)
-        return [output for finish in finishes for output in finish()]
-
-    flat_inputs = [t for c in collectives for t in c.inputs]
-    flat_dtypes = [d for c in collectives for d in c.out_dtypes]
-    flat_outputs = tf.py_function(body, flat_inputs, flat_dtypes, name="Horovod")
-    if not isinstance(flat_outputs, (list, tuple)):
-        flat_outputs = [flat_outputs]
-    results, offset = [], 0
-    for c in collectives:
-        outputs = list(flat_outputs[offset:offset + len(c.out_dtypes)])
-        offset += len(c.out_dtypes)
-        for output, shape in zip(outputs, c.out_shapes):
-            output.set_shape(shape)
-        results.append(outputs)
-    return results
+def as_graph(key, fn, *args):
+    """fn(*args) with its collectives running at once: inline inside a
+    graph; eagerly, as a tf.function cached under `key`, which must
+    determine what fn does (its tensors' shapes may vary: TensorFlow traces
+    again)."""
+    if not tf.executing_eagerly():
+        return fn(*args)
+    graph = _graphs.get(key)
+    if graph is None:
+        graph = _graphs[key] = tf.function(fn, autograph=False)
+    return graph(*args)

@@ -1,32 +1,37 @@
 """Helpers of horovod.tensorflow for starting training consistently:
 broadcast_variables, broadcast_, broadcast_global_variables,
-broadcast_object and allgather_object."""
+broadcast_object, broadcast_object_fn and allgather_object."""
+import functools
+import pickle
+
+import numpy as np
 import tensorflow as tf
 
-from horovodcpp.common import objects
+from horovodcpp import _core
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.tensorflow import bridge, mpi_ops
 
 
+def _broadcast_values(root_rank, process_set, values):
+    # Named by position: variable names may differ between ranks.
+    return [mpi_ops.broadcast(v, root_rank,
+                              bridge.collective_name("broadcast", "variables.{}".format(i)),
+                              process_set) for i, v in enumerate(values)]
+
+
 def broadcast_variables(variables, root_rank, process_set=global_process_set, inplace=False):
     """Assigns root_rank's values to `variables` (tf.Variable or Keras
-    variables, the same list on every rank), in one batched operation.
-    Variables of dtypes the core lacks (e.g. uint32 seed states) travel as
-    bytes. Returns None (a grouped op in a TF1-style graph). `inplace` is
-    accepted for Horovod's signature."""
-    bridge.check_process_set(process_set)
+    variables, the same list on every rank of `process_set`; root_rank is a
+    global rank). Variables of dtypes the core lacks (e.g. uint32 seed
+    states) travel as bytes. Returns None (a grouped op in a TF1-style
+    graph). `inplace` is accepted for Horovod's signature."""
     variables = list(variables)
     if not variables:
         return None
-    collectives, restores = [], []
-    for i, variable in enumerate(variables):
-        view, restore = mpi_ops.byte_view(tf.convert_to_tensor(variable))
-        # By position: variable names may differ between ranks.
-        name = bridge.collective_name("broadcast", "variables.{}".format(i))
-        collectives.append(mpi_ops.broadcast_op(view, root_rank, name))
-        restores.append(restore)
-    results = bridge.run(collectives)
-    assigns = [v.assign(restore(r[0])) for v, restore, r in zip(variables, restores, results)]
+    values = bridge.as_graph(("broadcast_variables", root_rank, process_set),
+                             functools.partial(_broadcast_values, root_rank, process_set),
+                             [tf.convert_to_tensor(v) for v in variables])
+    assigns = [v.assign(value) for v, value in zip(variables, values)]
     # An op to run only in a TF1-style graph; tf.function runs the assigns anyway.
     return None if tf.executing_eagerly() or tf.inside_function() else tf.group(*assigns)
 
@@ -48,14 +53,50 @@ def broadcast_global_variables(root_rank):
     return broadcast_variables(tf.compat.v1.global_variables(), root_rank)
 
 
+def _check_eager(what):
+    if not tf.executing_eagerly():
+        raise RuntimeError("hvd.{} needs eager execution (it returns Python objects)".format(what))
+
+
+def _payload(obj):
+    return tf.constant(np.frombuffer(pickle.dumps(obj), dtype=np.uint8))
+
+
 def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=global_process_set):
-    """Returns root_rank's `obj` (any picklable object) on every rank.
-    Eager only; `session` is accepted for Horovod's signature."""
-    bridge.check_process_set(process_set)
-    return objects.broadcast_object(obj, root_rank, name)
+    """Returns root_rank's `obj` (any picklable object) on every rank of
+    `process_set` (root_rank is a global rank). Eager only; `session` is
+    accepted for Horovod's signature."""
+    _check_eager("broadcast_object")
+    name = name or type(obj).__name__
+    is_root = _core.rank() == root_rank
+    payload = _payload(obj) if is_root else None
+    length = tf.constant([int(payload.shape[0]) if is_root else 0], tf.int64)
+    length = mpi_ops.broadcast(length, root_rank, bridge.collective_name("broadcast", name + ".sz"),
+                               process_set)
+    if not is_root:
+        payload = tf.zeros([int(length[0])], tf.uint8)
+    data = mpi_ops.broadcast(payload, root_rank, bridge.collective_name("broadcast", name + ".t"),
+                             process_set)
+    return obj if is_root else pickle.loads(data.numpy().tobytes())
+
+
+def broadcast_object_fn(root_rank=0, session=None, name=None, process_set=global_process_set):
+    """A function obj -> root_rank's obj (see broadcast_object), for
+    broadcasting several objects the same way."""
+    name = name or "broadcast_object_fn"
+    return functools.partial(broadcast_object, root_rank=root_rank, session=session, name=name,
+                             process_set=process_set)
 
 
 def allgather_object(obj, session=None, name=None, process_set=global_process_set):
-    """Returns the list of every rank's `obj` (picklable), in rank order."""
-    bridge.check_process_set(process_set)
-    return objects.allgather_object(obj, name)
+    """Returns the list of every rank's `obj` (picklable), in rank order (the
+    members of `process_set`). Eager only."""
+    _check_eager("allgather_object")
+    name = name or type(obj).__name__
+    payload = _payload(obj)
+    lengths = mpi_ops.allgather(tf.constant([int(payload.shape[0])], tf.int64),
+                                bridge.collective_name("allgather", name + ".sz"), process_set)
+    data = mpi_ops.allgather(payload, bridge.collective_name("allgather", name + ".t"),
+                             process_set).numpy().tobytes()
+    offsets = np.concatenate([[0], np.cumsum(lengths.numpy())])
+    return [pickle.loads(data[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]

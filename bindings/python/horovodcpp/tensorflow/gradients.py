@@ -1,13 +1,15 @@
 """GradientReducer: combines a list of gradients over the ranks, what
-DistributedGradientTape and the DistributedOptimizers share. The whole list
-is one batched operation (one op inside tf.function): every allreduce is
-submitted before any is waited for, so the core fuses them. Gradients are
-named by their position in the list (variable names may differ between
-ranks, e.g. Keras' "dense_3"), the same every step, so the response cache
-serves them."""
+DistributedGradientTape and the DistributedOptimizers share. Each gradient
+(or group) is its own collective op; the ops run at once and the core fuses
+them (eagerly the list runs as one cached tf.function, see
+bridge.as_graph). Gradients are named by their position in the list
+(variable names may differ between ranks, e.g. Keras' "dense_3"), the same
+every step, so the response cache serves them."""
+import collections
+import functools
+
 import tensorflow as tf
 
-from horovodcpp import _core
 from horovodcpp.common.basics import Average, Sum
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import gradient_groups, split_evenly
@@ -20,8 +22,23 @@ def check_options(op, gradient_predivide_factor, num_groups, groups):
     return gradient_groups(op, gradient_predivide_factor, num_groups, groups, "tf.Variable")
 
 
+def local_layer_weights(local_layers):
+    """The trainable weights of `local_layers` (None, a Keras layer or a list
+    of them): what the Partial tape and optimizer keep local."""
+    import keras
+
+    if local_layers is None:
+        return []
+    if isinstance(local_layers, keras.layers.Layer):
+        local_layers = [local_layers]
+    if not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
+        raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
+    return [variable for layer in local_layers for variable in layer.trainable_weights]
+
+
 class GradientReducer:
-    """reducer(grads, variables) -> grads combined with `op` over the ranks.
+    """reducer(grads, variables) -> grads combined with `op` over the ranks
+    of `process_set`.
 
     compression: Compression.none/fp16/bf16 for the transfer.
     sparse_as_dense: tf.IndexedSlices gradients are made dense (else their
@@ -31,12 +48,14 @@ class GradientReducer:
     groups: an int (split the gradients into that many grouped allreduces)
         or lists of variables reduced together.
     Gradients of variables registered with register_local() stay local
-    (divided by size when scale_local_gradients)."""
+    (divided by the set's size when scale_local_gradients). On a rank
+    outside the process set, or a set of one rank, nothing is combined (as
+    in Horovod)."""
 
     def __init__(self, name, compression=Compression.none, sparse_as_dense=False, op=Average,
                  gradient_predivide_factor=1.0, groups=None, process_set=global_process_set,
                  scale_local_gradients=True):
-        bridge.check_process_set(process_set)
+        bridge.set_id(process_set)
         self.name = name
         self.compression = compression
         self.sparse_as_dense = sparse_as_dense
@@ -46,15 +65,15 @@ class GradientReducer:
             self.prescale = 1.0 / gradient_predivide_factor
             self.postscale = gradient_predivide_factor
         self.groups = groups
+        self.process_set = process_set
         self.scale_local_gradients = scale_local_gradients
         self._local = set()
 
     def register_local(self, variable):
-        self._local.add(variable.ref() if hasattr(variable, "ref") else id(variable))
+        self._local.add(variable_key(variable))
 
     def _is_local(self, variable):
-        return variable is not None and (
-            variable.ref() if hasattr(variable, "ref") else id(variable)) in self._local
+        return variable is not None and variable_key(variable) in self._local
 
     def _units(self, indices, variables):
         """Lists of gradient indices reduced together."""
@@ -78,49 +97,64 @@ class GradientReducer:
         local = [i for i, g in enumerate(grads) if g is not None and self._is_local(var(i))]
         shared = [i for i, g in enumerate(grads) if g is not None and i not in local]
         results = list(grads)
-        if self.scale_local_gradients and _core.size() > 1:
+        size = self.process_set.size()
+        if self.scale_local_gradients and size > 1:
             for i in local:
-                results[i] = _divide(grads[i], _core.size())
-        if _core.size() == 1 or not shared:
+                results[i] = _divide(grads[i], size)
+        if not self.process_set.included() or size == 1 or not shared:
             return results
-        sparse = [i for i in shared if isinstance(grads[i], tf.IndexedSlices)]
-        dense = [i for i in shared if i not in sparse]
-        collectives, finishers = [], []
-        for unit in self._units(dense, variables):
-            compressed, ctxs = zip(*[self.compression.compress(grads[i]) for i in unit])
-            if len(unit) == 1:
-                name = "{}.{}".format(self.name, unit[0])
-                collectives.append(mpi_ops.allreduce_op(
-                    compressed[0], self._full(name), self.op, self.prescale, self.postscale))
-            else:
-                name = "{}.group.{}".format(self.name, unit[0])
-                collectives.append(mpi_ops.grouped_allreduce_op(
-                    list(compressed), self._full(name), self.op, self.prescale, self.postscale))
-            finishers.append((unit, ctxs))
-        for i in sparse:
-            self._check_sparse_op()
-            for part in ("values", "indices"):
-                name = "{}.{}.{}".format(self.name, i, part)
-                collectives.append(mpi_ops.allgather_op(getattr(grads[i], part), self._full(name)))
-        outputs = bridge.run(collectives)
-        for (unit, ctxs), out in zip(finishers, outputs):
-            for i, o, ctx in zip(unit, out, ctxs):
-                results[i] = self.compression.decompress(o, ctx)
-        gathered = outputs[len(finishers):]
-        for k, i in enumerate(sparse):
-            values, indices = gathered[2 * k][0], gathered[2 * k + 1][0]
-            if self.op == Average:
-                values = _divide(values, _core.size())
-            results[i] = tf.IndexedSlices(values, indices, dense_shape=grads[i].dense_shape)
-        return results
-
-    def _full(self, name):
-        return bridge.collective_name("allreduce", name)
-
-    def _check_sparse_op(self):
-        if self.op not in (Sum, Average):
+        sparse = tuple(i for i in shared if isinstance(grads[i], tf.IndexedSlices))
+        if sparse and self.op not in (Sum, Average):
             raise NotImplementedError("Only Sum and Average ops are supported with "
                                       "tf.IndexedSlices; use sparse_as_dense=True")
+        dense = [i for i in shared if i not in sparse]
+        units = tuple(tuple(u) for u in self._units(dense, variables))
+        plan = _Plan(self.name, self.compression, self.op, self.prescale, self.postscale,
+                     self.process_set, units, sparse)
+        reduced = bridge.as_graph(plan, functools.partial(_reduce, plan),
+                                  [grads[i] if i in shared else None for i in range(len(grads))])
+        for i in shared:
+            results[i] = reduced[i]
+        return results
+
+
+# What one reduction does (hashable: bridge.as_graph's key): units are tuples
+# of dense gradient indices reduced together, sparse the indices of
+# tf.IndexedSlices gradients.
+_Plan = collections.namedtuple(
+    "_Plan", "name compression op prescale postscale process_set units sparse")
+
+
+def _reduce(plan, grads):
+    """The gradients of `plan` combined; None elsewhere."""
+    results = [None] * len(grads)
+
+    def full(name):
+        return bridge.collective_name("allreduce", "{}.{}".format(plan.name, name))
+    for unit in plan.units:
+        compressed, ctxs = zip(*[plan.compression.compress(grads[i]) for i in unit])
+        if len(unit) == 1:
+            reduced = [mpi_ops.allreduce(compressed[0], full(unit[0]), plan.op, plan.prescale,
+                                         plan.postscale, plan.process_set)]
+        else:
+            reduced = mpi_ops.grouped_allreduce(list(compressed), full("group.{}".format(unit[0])),
+                                                plan.op, plan.prescale, plan.postscale,
+                                                plan.process_set)
+        for i, r, ctx in zip(unit, reduced, ctxs):
+            results[i] = plan.compression.decompress(r, ctx)
+    for i in plan.sparse:
+        values, indices = [mpi_ops.allgather(getattr(grads[i], part),
+                                             full("{}.{}".format(i, part)), plan.process_set)
+                           for part in ("values", "indices")]
+        if plan.op == Average:
+            values = _divide(values, plan.process_set.size())
+        results[i] = tf.IndexedSlices(values, indices, dense_shape=grads[i].dense_shape)
+    return results
+
+
+def variable_key(variable):
+    """A hashable identity of a tf.Variable or Keras variable."""
+    return variable.ref() if hasattr(variable, "ref") else id(variable)
 
 
 def _divide(grad, n):

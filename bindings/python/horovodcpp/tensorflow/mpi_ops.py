@@ -1,16 +1,18 @@
-"""The collectives on TensorFlow tensors, not differentiable: each *_op()
-builds a bridge.Collective (so callers can batch several into one run()),
-and the plain functions run one. The differentiable public forms are in
-ops.py.
+"""The collectives on TensorFlow tensors as single ops, not differentiable
+(the differentiable public forms are in ops.py), and the topology ops.
 
-Names: `name` is the collective's full name (see bridge.collective_name).
+`name` is the collective's full name (see bridge.collective_name);
+`process_set` a registered ProcessSet. Tensors of dtypes the core lacks
+(uint32, complex64, ...) travel as bytes in the collectives that only move
+data (allgather, broadcast, alltoall).
 """
 import tensorflow as tf
 
-from horovodcpp import _core
 from horovodcpp.common.basics import Average
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.tensorflow import bridge
+
+OPS = bridge.OPS
 
 
 def _rest(shape):
@@ -21,146 +23,97 @@ def _rest(shape):
     return tf.TensorShape([None]).concatenate(shape[1:])
 
 
-def allreduce_op(tensor, name, op=Average, prescale_factor=1.0, postscale_factor=1.0):
-    def start(inputs):
-        (t,) = inputs
-        array, out = bridge.output_array(t.shape, t.dtype)
-        work = _core.allreduce_async(bridge.core_input(t), out, name, op, prescale_factor,
-                                     postscale_factor)
-        return bridge.when_done([work], lambda: [bridge.from_array(array, t.dtype)])
-    return bridge.Collective([tensor], [tensor.dtype], [tensor.shape], start)
+def _checked(tensors):
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    for t in tensors:
+        bridge.check_dtype(t.dtype)
+    return tensors
 
 
-def grouped_allreduce_op(tensors, name, op=Average, prescale_factor=1.0, postscale_factor=1.0):
-    def start(inputs):
-        arrays, outs = zip(*[bridge.output_array(t.shape, t.dtype) for t in inputs])
-        works = _core.grouped_allreduce_async([bridge.core_input(t) for t in inputs], list(outs),
-                                              name, op, prescale_factor, postscale_factor)
-        return bridge.when_done(works, lambda: [bridge.from_array(a, t.dtype)
-                                                for a, t in zip(arrays, inputs)])
-    return bridge.Collective(tensors, [t.dtype for t in tensors], [t.shape for t in tensors],
-                             start)
+def _reduction_attrs(name, op, prescale_factor, postscale_factor, process_set):
+    return dict(tensor_name=name, reduce_op=int(op), prescale_factor=prescale_factor,
+                postscale_factor=postscale_factor, process_set_id=bridge.set_id(process_set))
 
 
-def byte_view(tensor):
-    """Tensors of dtypes the core lacks (uint32, complex64, ...) travel as
-    bytes for the collectives that only move data: (view, restore)."""
+def allreduce(tensor, name, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+              process_set=global_process_set):
+    (tensor,) = _checked([tensor])
+    return OPS.horovodcpp_allreduce(tensor, **_reduction_attrs(
+        name, op, prescale_factor, postscale_factor, process_set))
+
+
+def grouped_allreduce(tensors, name, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=global_process_set):
+    """One group: negotiated together, fused into as few backend calls as
+    possible (dtypes may differ)."""
+    return list(OPS.horovodcpp_grouped_allreduce(_checked(tensors), **_reduction_attrs(
+        name, op, prescale_factor, postscale_factor, process_set)))
+
+
+def _byte_view(tensor):
+    """(view, restore): a tensor of a dtype the core lacks as uint8 rows
+    (scalars as one row), and how to turn a result back."""
     if tensor.dtype in bridge.SUPPORTED_DTYPES:
         return tensor, lambda t: t
     dtype = tensor.dtype
-    return tf.bitcast(tensor, tf.uint8), lambda t: tf.bitcast(t, dtype)
+    rows = tensor if tensor.shape.rank != 0 else tensor[None]
+    return tf.bitcast(rows, tf.uint8), lambda t: tf.bitcast(t, dtype)
 
 
-def allgather_op(tensor, name):
-    def start(inputs):
-        (t,) = inputs
-        work = _core.allgather_async(bridge.core_input(t, move_only=True), name)
-        return lambda: [bridge.from_core(work.output(), t.dtype)]
-    return bridge.Collective([tensor], [tensor.dtype], [_rest(tensor.shape)], start)
+def _with_shape(tensor, shape):
+    tensor.set_shape(shape)
+    return tensor
 
 
-def grouped_allgather_op(tensors, name):
-    def start(inputs):
-        works = _core.grouped_allgather_async(
-            [bridge.core_input(t, move_only=True) for t in inputs], name)
-        return lambda: [bridge.from_core(w.output(), t.dtype) for w, t in zip(works, inputs)]
-    return bridge.Collective(tensors, [t.dtype for t in tensors],
-                             [_rest(t.shape) for t in tensors], start)
+def allgather(tensor, name, process_set=global_process_set):
+    tensor = tf.convert_to_tensor(tensor)
+    view, restore = _byte_view(tensor)
+    output = OPS.horovodcpp_allgather(view, tensor_name=name,
+                                      process_set_id=bridge.set_id(process_set))
+    return _with_shape(restore(output), _rest(tensor.shape))
 
 
-def broadcast_op(tensor, root_rank, name):
-    def start(inputs):
-        (t,) = inputs
-        array, out = bridge.output_array(t.shape, t.dtype, init=t)
-        work = _core.broadcast_async(out, root_rank, name)
-        return bridge.when_done([work], lambda: [bridge.from_array(array, t.dtype)])
-    return bridge.Collective([tensor], [tensor.dtype], [tensor.shape], start)
+def grouped_allgather(tensors, name, process_set=global_process_set):
+    tensors = _checked(tensors)
+    outputs = OPS.horovodcpp_grouped_allgather(tensors, tensor_name=name,
+                                               process_set_id=bridge.set_id(process_set))
+    return [_with_shape(o, _rest(t.shape)) for o, t in zip(outputs, tensors)]
 
 
-def alltoall_op(tensor, splits, name):
-    """splits: an int tensor of one entry per rank, or None (equal parts).
-    Outputs: the received rows and the received splits (int32 without
-    splits, else the splits' dtype)."""
-    splits_dtype = tf.int32 if splits is None else splits.dtype
-
-    def start(inputs):
-        t = inputs[0]
-        split_list = [int(s) for s in inputs[1].numpy()] if len(inputs) > 1 else []
-        work = _core.alltoall_async(bridge.core_input(t, move_only=True), split_list, name)
-        return lambda: [bridge.from_core(work.output(), t.dtype),
-                        tf.constant(work.received_splits(), dtype=splits_dtype)]
-    inputs = [tensor] if splits is None else [tensor, splits]
-    return bridge.Collective(inputs, [tensor.dtype, splits_dtype],
-                             [_rest(tensor.shape), tf.TensorShape([_core.size()])], start)
+def broadcast(tensor, root_rank, name, process_set=global_process_set):
+    tensor = tf.convert_to_tensor(tensor)
+    view, restore = _byte_view(tensor)
+    output = OPS.horovodcpp_broadcast(view, tensor_name=name, root_rank=root_rank,
+                                      process_set_id=bridge.set_id(process_set))
+    return _with_shape(tf.reshape(restore(output), tf.shape(tensor)), tensor.shape)
 
 
-def _wide(t):
-    """bfloat16 reducescatters run in float32: NumPy cannot take a bfloat16
-    result from the core, and the core sums bfloat16 in float32 anyway."""
-    return tf.cast(t, tf.float32) if t.dtype == tf.bfloat16 else t
+def alltoall(tensor, splits, name, process_set=global_process_set):
+    """splits: an int tensor of one entry per rank of the set, or None (equal
+    parts). Returns the received rows and the received splits (int32
+    without splits, else the splits' dtype)."""
+    tensor = tf.convert_to_tensor(tensor)
+    splits = tf.constant([], tf.int32) if splits is None else tf.convert_to_tensor(splits)
+    view, restore = _byte_view(tensor)
+    output, received = OPS.horovodcpp_alltoall(view, splits, tensor_name=name,
+                                               process_set_id=bridge.set_id(process_set))
+    return _with_shape(restore(output), _rest(tensor.shape)), received
 
 
-def _narrow(buffer, dtype):
-    result = bridge.from_core(buffer, tf.float32 if dtype == tf.bfloat16 else dtype)
-    return tf.cast(result, dtype)
+def reducescatter(tensor, name, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+                  process_set=global_process_set):
+    (tensor,) = _checked([tensor])
+    output = OPS.horovodcpp_reducescatter(tensor, **_reduction_attrs(
+        name, op, prescale_factor, postscale_factor, process_set))
+    return _with_shape(output, _rest(tensor.shape))
 
 
-def reducescatter_op(tensor, name, op=Average, prescale_factor=1.0, postscale_factor=1.0):
-    return grouped_reducescatter_op([tensor], name, op, prescale_factor, postscale_factor,
-                                    grouped=False)
-
-
-def grouped_reducescatter_op(tensors, name, op=Average, prescale_factor=1.0,
-                             postscale_factor=1.0, grouped=True):
-    def start(inputs):
-        core_inputs = [bridge.core_input(_wide(t)) for t in inputs]
-        if grouped:
-            works = _core.grouped_reducescatter_async(core_inputs, name, op, prescale_factor,
-                                                      postscale_factor)
-        else:
-            works = [_core.reducescatter_async(core_inputs[0], name, op, prescale_factor,
-                                               postscale_factor)]
-        return lambda: [_narrow(w.output(), t.dtype) for w, t in zip(works, inputs)]
-    return bridge.Collective(tensors, [t.dtype for t in tensors],
-                             [_rest(t.shape) for t in tensors], start)
-
-
-def run_one(collective):
-    """Runs one collective; returns its outputs (a list)."""
-    return bridge.run([collective])[0]
-
-
-def allreduce(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
-    name = bridge.collective_name("allreduce", name, tensor)
-    return run_one(allreduce_op(tensor, name, op, prescale_factor, postscale_factor))[0]
-
-
-def allgather(tensor, name=None):
-    name = bridge.collective_name("allgather", name, tensor)
-    view, restore = byte_view(tensor)
-    return restore(run_one(allgather_op(view, name))[0])
-
-
-def broadcast(tensor, root_rank, name=None):
-    name = bridge.collective_name("broadcast", name, tensor)
-    view, restore = byte_view(tensor)
-    return restore(run_one(broadcast_op(view, root_rank, name))[0])
-
-
-def alltoall(tensor, splits=None, name=None):
-    """Returns (rows received, received splits)."""
-    name = bridge.collective_name("alltoall", name, tensor)
-    view, restore = byte_view(tensor)
-    output, received = run_one(alltoall_op(view, splits, name))
-    return restore(output), received
-
-
-def _no_input_op(fn, out_dtypes, out_shapes):
-    """A collective without tensors (join, barrier) as a Collective."""
-    def start(_):
-        result = fn()
-        return lambda: [tf.constant(result, dtype=d) for d in out_dtypes]
-    return bridge.Collective([], out_dtypes, out_shapes, start)
+def grouped_reducescatter(tensors, name, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+                          process_set=global_process_set):
+    tensors = _checked(tensors)
+    outputs = OPS.horovodcpp_grouped_reducescatter(tensors, **_reduction_attrs(
+        name, op, prescale_factor, postscale_factor, process_set))
+    return [_with_shape(o, _rest(t.shape)) for o, t in zip(outputs, tensors)]
 
 
 def join():
@@ -168,10 +121,36 @@ def join():
     waits until every rank has joined; meanwhile its Sum/Average allreduces
     contribute zeros to the other ranks'. Returns the last rank to join
     (an int32 scalar tensor)."""
-    return run_one(_no_input_op(_core.join, [tf.int32], [tf.TensorShape([])]))[0]
+    return OPS.horovodcpp_join()
 
 
 def barrier(process_set=global_process_set):
-    """Returns once every rank has called barrier()."""
-    bridge.check_process_set(process_set)
-    run_one(_no_input_op(lambda: _core.barrier() or 0, [tf.int32], [tf.TensorShape([])]))
+    """Returns once every rank of `process_set` has called barrier()."""
+    OPS.horovodcpp_barrier(process_set_id=bridge.set_id(process_set))
+
+
+def size_op(process_set_id=0, name=None):
+    """An op giving the number of ranks (of the process set with this id)
+    when the graph runs, not when it is built."""
+    return OPS.horovodcpp_size(process_set_id=process_set_id, name=name)
+
+
+def process_set_included_op(process_set_id=0, name=None):
+    """An op giving 1 if this rank is in the process set with this id, 0 if
+    not, -1 before init() and -3 for an unknown set (Horovod's codes)."""
+    return OPS.horovodcpp_process_set_included(process_set_id=process_set_id, name=name)
+
+
+def rank_op(name=None):
+    """An op giving this process's rank when the graph runs."""
+    return OPS.horovodcpp_rank(name=name)
+
+
+def local_rank_op(name=None):
+    """An op giving this process's rank on its host when the graph runs."""
+    return OPS.horovodcpp_local_rank(name=name)
+
+
+def local_size_op(name=None):
+    """An op giving the number of ranks on this host when the graph runs."""
+    return OPS.horovodcpp_local_size(name=name)

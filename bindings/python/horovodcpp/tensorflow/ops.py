@@ -14,6 +14,9 @@ Product, multiplies by the other ranks' factors. Horovod instead averages
 in allgather and broadcast backward and scales reducescatter's by the
 number of ranks for Sum.
 
+Every one takes `process_set` (default: every rank); its backward runs
+on the same set.
+
 device_dense, device_sparse and ignore_name_scope are accepted for
 Horovod's signatures: tensors are CPU tensors, and names never include
 name scopes.
@@ -32,8 +35,9 @@ def _auto(prefix, tensor):
     return bridge.collective_name(prefix, None, tensor)
 
 
-def _sum_ops(tensors):
-    return [mpi_ops.allreduce_op(t, _auto("allreduce", t), Sum) for t in tensors]
+def _sums(tensors, process_set):
+    return [mpi_ops.allreduce(t, _auto("allreduce", t), Sum, process_set=process_set)
+            for t in tensors]
 
 
 def _differentiable(forward, backward, inputs):
@@ -51,28 +55,36 @@ def _scaled(tensor, factor):
     return tensor if factor == 1.0 else tensor * tf.cast(factor, tensor.dtype)
 
 
-def _allreduce_grads(xs, dys, op, prescale, postscale):
+def _reduce(tensors, name, op, prescale_factor, postscale_factor, process_set):
+    """One allreduce, or a grouped one for several tensors (a lone tensor
+    stays ungrouped so that the response cache serves it)."""
+    if len(tensors) == 1:
+        return [mpi_ops.allreduce(tensors[0], name, op, prescale_factor, postscale_factor,
+                                  process_set)]
+    return mpi_ops.grouped_allreduce(tensors, name, op, prescale_factor, postscale_factor,
+                                     process_set)
+
+
+def _allreduce_grads(xs, dys, op, prescale, postscale, process_set):
     """d/d x of the sum over ranks of <dy_r, allreduce(x)>, for each pair."""
     if op in (Sum, Average):
-        return mpi_ops.run_one(_reduce_op(dys, _auto("allreduce", dys[0]), op, prescale,
-                                          postscale))
+        return _reduce(dys, _auto("allreduce", dys[0]), op, prescale, postscale, process_set)
     scale = prescale * postscale
     scaled = [_scaled(x, prescale) for x in xs]
     if op in (Min, Max):
-        extremes = bridge.run([mpi_ops.allreduce_op(s, _auto("allreduce", s), op) for s in scaled])
-        holds = [tf.cast(tf.equal(s, e[0]), dy.dtype) for s, e, dy in zip(scaled, extremes, dys)]
-        sums = bridge.run(_sum_ops(dys) + _sum_ops(holds))
-        n = len(dys)
-        return [_scaled(sums[i][0] * holds[i] / sums[n + i][0], scale) for i in range(n)]
+        extremes = [mpi_ops.allreduce(s, _auto("allreduce", s), op, process_set=process_set)
+                    for s in scaled]
+        holds = [tf.cast(tf.equal(s, e), dy.dtype) for s, e, dy in zip(scaled, extremes, dys)]
+        sums, counts = _sums(dys, process_set), _sums(holds, process_set)
+        return [_scaled(s * h / c, scale) for s, h, c in zip(sums, holds, counts)]
     if op == Product:
-        gathered = bridge.run([mpi_ops.allgather_op(s[None], _auto("allgather", s))
-                               for s in scaled] + _sum_ops(dys))
+        gathered = [mpi_ops.allgather(s[None], _auto("allgather", s), process_set)
+                    for s in scaled]
         grads = []
-        for i, s in enumerate(scaled):
+        for s, g, total in zip(scaled, gathered, _sums(dys, process_set)):
             # The product of every other rank's factor: this rank's row set to 1.
-            factors = tf.tensor_scatter_nd_update(gathered[i][0], [[_core.rank()]],
-                                                  tf.ones_like(s)[None])
-            grads.append(_scaled(gathered[len(scaled) + i][0] * tf.reduce_prod(factors, 0), scale))
+            factors = tf.tensor_scatter_nd_update(g, [[process_set.rank()]], tf.ones_like(s)[None])
+            grads.append(_scaled(total * tf.reduce_prod(factors, 0), scale))
         return grads
     raise ValueError("unknown reduction {}".format(op))
 
@@ -83,62 +95,50 @@ def _compressed(compression, tensors, run):
     return [compression.decompress(t, c) for t, c in zip(run(list(compressed)), ctxs)]
 
 
-def _gather_slices(slices_list, op, prescale_factor, postscale_factor):
+def _gather_slices(slices_list, op, prescale_factor, postscale_factor, process_set):
     """Allreduce of tf.IndexedSlices: every rank's values and indices are
     gathered (duplicate indices add up when applied)."""
     if op not in (Sum, Average):
         raise NotImplementedError("Only Sum and Average ops are supported with tf.IndexedSlices")
     if prescale_factor != 1.0 or postscale_factor != 1.0:
         raise NotImplementedError("Pre/postscale_factor are not supported with tf.IndexedSlices")
-    collectives = []
-    for s in slices_list:
-        collectives += [mpi_ops.allgather_op(s.values, _auto("allgather", s.values)),
-                        mpi_ops.allgather_op(s.indices, _auto("allgather", s.indices))]
-    outputs = bridge.run(collectives)
     result = []
-    for i, s in enumerate(slices_list):
-        values = outputs[2 * i][0]
+    for s in slices_list:
+        values = mpi_ops.allgather(s.values, _auto("allgather", s.values), process_set)
+        indices = mpi_ops.allgather(s.indices, _auto("allgather", s.indices), process_set)
         if op == Average:
-            values = values / tf.cast(_core.size(), values.dtype)
-        result.append(tf.IndexedSlices(values, outputs[2 * i + 1][0], dense_shape=s.dense_shape))
+            values = values / tf.cast(process_set.size(), values.dtype)
+        result.append(tf.IndexedSlices(values, indices, dense_shape=s.dense_shape))
     return result
 
 
-def _reduce_op(tensors, name, op, prescale_factor, postscale_factor):
-    """One allreduce, or a grouped one for several tensors (a lone tensor
-    stays ungrouped so that the response cache serves it)."""
-    if len(tensors) == 1:
-        return mpi_ops.allreduce_op(tensors[0], name, op, prescale_factor, postscale_factor)
-    return mpi_ops.grouped_allreduce_op(tensors, name, op, prescale_factor, postscale_factor)
-
-
-def _allreduce_dense(tensors, prefix, name, compression, op, prescale_factor, postscale_factor):
+def _allreduce_dense(tensors, prefix, name, compression, op, prescale_factor, postscale_factor,
+                     process_set):
     inputs = [tf.convert_to_tensor(t) for t in tensors]
     full_name = bridge.collective_name(prefix, name, inputs[0])
 
     def backward(xs, dys):
-        return _allreduce_grads(xs, dys, op, prescale_factor, postscale_factor)
+        return _allreduce_grads(xs, dys, op, prescale_factor, postscale_factor, process_set)
 
     def run(xs):
-        return _differentiable(lambda ys: mpi_ops.run_one(_reduce_op(
-            ys, full_name, op, prescale_factor, postscale_factor)), backward, xs)
+        return _differentiable(lambda ys: _reduce(ys, full_name, op, prescale_factor,
+                                                  postscale_factor, process_set), backward, xs)
     return _compressed(compression, inputs, run)
 
 
 def allreduce(tensor, average=None, device_dense='', device_sparse='',
               compression=Compression.none, op=None, prescale_factor=1.0, postscale_factor=1.0,
               name=None, process_set=global_process_set, ignore_name_scope=False):
-    """Returns postscale_factor * op(prescale_factor * tensor) over all ranks
-    (`op` defaults to Average; Sum, Min, Max, Product also work). A
-    tf.IndexedSlices is gathered instead (Sum and Average only).
+    """Returns postscale_factor * op(prescale_factor * tensor) over the ranks
+    of `process_set` (`op` defaults to Average; Sum, Min, Max, Product also
+    work). A tf.IndexedSlices is gathered instead (Sum and Average only).
     `compression` (e.g. Compression.fp16) converts the tensor for the
     transfer. Differentiable."""
-    bridge.check_process_set(process_set)
     op = resolve_op(op, average)
     if isinstance(tensor, tf.IndexedSlices):
-        return _gather_slices([tensor], op, prescale_factor, postscale_factor)[0]
+        return _gather_slices([tensor], op, prescale_factor, postscale_factor, process_set)[0]
     return _allreduce_dense([tensor], "allreduce", name, compression, op, prescale_factor,
-                            postscale_factor)[0]
+                            postscale_factor, process_set)[0]
 
 
 def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='',
@@ -148,7 +148,6 @@ def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='',
     """allreduce of a list of tensors as one group: negotiated together and
     fused into as few backend calls as possible. tf.IndexedSlices members
     are gathered. Returns a list."""
-    bridge.check_process_set(process_set)
     if not tensors:
         return tensors
     op = resolve_op(op, average)
@@ -157,123 +156,116 @@ def grouped_allreduce(tensors, average=None, device_dense='', device_sparse='',
     dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
     if sparse:
         gathered = _gather_slices([tensors[i] for i in sparse], op, prescale_factor,
-                                  postscale_factor)
+                                  postscale_factor, process_set)
         for i, g in zip(sparse, gathered):
             results[i] = g
     if dense:
         reduced = _allreduce_dense([tensors[i] for i in dense], "grouped_allreduce", name,
-                                   compression, op, prescale_factor, postscale_factor)
+                                   compression, op, prescale_factor, postscale_factor,
+                                   process_set)
         for i, r in zip(dense, reduced):
             results[i] = r
     return results
-
-
-def _own_rows(summed, counts, member, x):
-    """This rank's rows of `summed` (gathered along dim 0), shaped like x."""
-    rank = _core.rank()
-    offset = tf.reduce_sum(counts[:rank, member])
-    return tf.reshape(summed[offset:offset + counts[rank, member]], tf.shape(x))
 
 
 def _rows(x):
     return tf.shape(x, out_type=tf.int64)[0] if x.shape.rank != 0 else tf.constant(1, tf.int64)
 
 
-def _allgather_grads(xs, dys):
+def _allgather_grads(xs, dys, process_set):
+    """This rank's rows of each gradient, summed over the ranks."""
     rows = tf.stack([_rows(x) for x in xs])[None]  # [1, members]
-    outputs = bridge.run([mpi_ops.allgather_op(rows, _auto("allgather", rows))] + _sum_ops(dys))
-    counts = outputs[0][0]  # [size, members]
-    return [_own_rows(outputs[1 + i][0], counts, i, x) for i, x in enumerate(xs)]
+    counts = mpi_ops.allgather(rows, _auto("allgather", rows), process_set)  # [size, members]
+    rank = process_set.rank()
+    grads = []
+    for i, (x, summed) in enumerate(zip(xs, _sums(dys, process_set))):
+        offset = tf.reduce_sum(counts[:rank, i])
+        grads.append(tf.reshape(summed[offset:offset + counts[rank, i]], tf.shape(x)))
+    return grads
 
 
 def grouped_allgather(tensors, name=None, ignore_name_scope=False,
                       process_set=global_process_set):
     """allgather of a list of tensors as one group; returns a list."""
-    bridge.check_process_set(process_set)
     if not tensors:
         return tensors
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     full_name = bridge.collective_name("grouped_allgather", name, tensors[0])
     return _differentiable(
-        lambda xs: mpi_ops.run_one(mpi_ops.grouped_allgather_op(xs, full_name)),
-        _allgather_grads, tensors)
+        lambda xs: mpi_ops.grouped_allgather(xs, full_name, process_set),
+        lambda xs, dys: _allgather_grads(xs, dys, process_set), tensors)
 
 
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Concatenates every rank's `tensor` along the first dimension (which may
     differ between ranks). Differentiable."""
-    bridge.check_process_set(process_set)
     tensor = tf.convert_to_tensor(tensor)
-    if tensor.dtype not in bridge.SUPPORTED_DTYPES:  # moved as bytes, not differentiable
-        return mpi_ops.allgather(tensor, name)
     full_name = bridge.collective_name("allgather", name, tensor)
-    return _differentiable(lambda xs: mpi_ops.run_one(mpi_ops.allgather_op(xs[0], full_name)),
-                           _allgather_grads, [tensor])[0]
+    if tensor.dtype not in bridge.SUPPORTED_DTYPES:  # moved as bytes, not differentiable
+        return mpi_ops.allgather(tensor, full_name, process_set)
+    return _differentiable(lambda xs: [mpi_ops.allgather(xs[0], full_name, process_set)],
+                           lambda xs, dys: _allgather_grads(xs, dys, process_set), [tensor])[0]
 
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
               process_set=global_process_set):
-    """Returns root_rank's `tensor` on every rank. Differentiable."""
-    bridge.check_process_set(process_set)
+    """Returns root_rank's `tensor` on every rank (root_rank is a global
+    rank). Differentiable."""
     tensor = tf.convert_to_tensor(tensor)
-    if tensor.dtype not in bridge.SUPPORTED_DTYPES:
-        return mpi_ops.broadcast(tensor, root_rank, name)
     full_name = bridge.collective_name("broadcast", name, tensor)
+    if tensor.dtype not in bridge.SUPPORTED_DTYPES:
+        return mpi_ops.broadcast(tensor, root_rank, full_name, process_set)
 
     def backward(xs, dys):
-        summed = mpi_ops.allreduce(dys[0], op=Sum)
+        summed = _sums(dys, process_set)[0]
         return [summed if _core.rank() == root_rank else tf.zeros_like(summed)]
     return _differentiable(
-        lambda xs: mpi_ops.run_one(mpi_ops.broadcast_op(xs[0], root_rank, full_name)),
+        lambda xs: [mpi_ops.broadcast(xs[0], root_rank, full_name, process_set)],
         backward, [tensor])[0]
 
 
 def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
              process_set=global_process_set):
-    """Sends splits[j] rows of `tensor` to rank j (equal parts without
-    splits) and returns the rows received, in rank order; with splits, also
-    how many rows came from each rank. Differentiable."""
-    bridge.check_process_set(process_set)
+    """Sends splits[j] rows of `tensor` to rank j of the set (equal parts
+    without splits) and returns the rows received, in rank order; with
+    splits, also how many rows came from each rank. Differentiable."""
     tensor = tf.convert_to_tensor(tensor)
-    splits_tensor = None if splits is None else tf.convert_to_tensor(splits)
-    if tensor.dtype not in bridge.SUPPORTED_DTYPES:
-        output, received = mpi_ops.alltoall(tensor, splits_tensor, name)
-        return output if splits is None else (output, received)
     full_name = bridge.collective_name("alltoall", name, tensor)
+    if tensor.dtype not in bridge.SUPPORTED_DTYPES:
+        output, received = mpi_ops.alltoall(tensor, splits, full_name, process_set)
+        return output if splits is None else (output, received)
     received = []
 
     def forward(xs):
-        output, received_splits = mpi_ops.run_one(
-            mpi_ops.alltoall_op(xs[0], splits_tensor, full_name))
+        output, received_splits = mpi_ops.alltoall(xs[0], splits, full_name, process_set)
         received.append(received_splits)
         return [output]
 
     def backward(xs, dys):
         # Every rank sends back what it received from each rank.
-        return [mpi_ops.alltoall(dys[0], received[0])[0]]
+        return [mpi_ops.alltoall(dys[0], received[0], _auto("alltoall", dys[0]),
+                                 process_set)[0]]
     output = _differentiable(forward, backward, [tensor])[0]
     return output if splits is None else (output, received[0])
 
 
-def _reducescatter_grads(dys, op, prescale, postscale):
-    scale = prescale * postscale / (_core.size() if op == Average else 1)
-    gathered = bridge.run([mpi_ops.allgather_op(dy, _auto("allgather", dy)) for dy in dys])
-    return [_scaled(g[0], scale) for g in gathered]
-
-
-def _reducescatter(tensors, prefix, name, compression, op, prescale_factor, postscale_factor):
+def _reducescatter(tensors, prefix, name, compression, op, prescale_factor, postscale_factor,
+                   process_set):
     inputs = [tf.convert_to_tensor(t) for t in tensors]
     full_name = bridge.collective_name(prefix, name, inputs[0])
 
     def forward(xs):
         if len(xs) == 1:
-            return mpi_ops.run_one(mpi_ops.reducescatter_op(xs[0], full_name, op,
-                                                            prescale_factor, postscale_factor))
-        return mpi_ops.run_one(mpi_ops.grouped_reducescatter_op(xs, full_name, op,
-                                                                prescale_factor, postscale_factor))
+            return [mpi_ops.reducescatter(xs[0], full_name, op, prescale_factor,
+                                          postscale_factor, process_set)]
+        return mpi_ops.grouped_reducescatter(xs, full_name, op, prescale_factor,
+                                             postscale_factor, process_set)
 
     def backward(xs, dys):
-        return _reducescatter_grads(dys, op, prescale_factor, postscale_factor)
+        scale = prescale_factor * postscale_factor / (
+            process_set.size() if op == Average else 1)
+        return [_scaled(mpi_ops.allgather(dy, _auto("allgather", dy), process_set), scale)
+                for dy in dys]
     return _compressed(compression, inputs,
                        lambda xs: _differentiable(forward, backward, xs))
 
@@ -282,11 +274,10 @@ def grouped_reducescatter(tensors, device_dense='', compression=Compression.none
                           process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0, name=None, ignore_name_scope=False):
     """reducescatter of a list of tensors as one group; returns a list."""
-    bridge.check_process_set(process_set)
     if not tensors:
         return tensors
     return _reducescatter(tensors, "grouped_reducescatter", name, compression, op,
-                          prescale_factor, postscale_factor)
+                          prescale_factor, postscale_factor, process_set)
 
 
 def reducescatter(tensor, device_dense='', compression=Compression.none, op=Average, name=None,
@@ -295,6 +286,5 @@ def reducescatter(tensor, device_dense='', compression=Compression.none, op=Aver
     """Reduces `tensor` (same shape on every rank) with `op` (Average or Sum)
     and returns this rank's share of the first dimension: the first
     (rows % size) ranks get one row more. Differentiable."""
-    bridge.check_process_set(process_set)
     return _reducescatter([tensor], "reducescatter", name, compression, op, prescale_factor,
-                          postscale_factor)[0]
+                          postscale_factor, process_set)[0]

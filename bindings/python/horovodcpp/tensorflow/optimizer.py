@@ -7,6 +7,7 @@ import tensorflow as tf
 from horovodcpp.common.basics import Average
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.tensorflow.compression import Compression
+from horovodcpp.tensorflow.gradient_aggregation import GradientAggregation
 from horovodcpp.tensorflow.gradients import GradientReducer, check_options
 
 
@@ -14,22 +15,30 @@ class _LegacyDistributedOptimizer(tf.compat.v1.train.Optimizer):
     """A tf.compat.v1.train.Optimizer whose compute_gradients() combines the
     gradients over the ranks; everything else is the wrapped optimizer's."""
 
-    def __init__(self, optimizer, name, use_locking, reducer):
+    def __init__(self, optimizer, name, use_locking, reducer, aggregation):
         super().__init__(name=name, use_locking=use_locking)
         self._optimizer = optimizer
         self._reducer = reducer
+        self._aggregation = aggregation
 
     def compute_gradients(self, *args, **kwargs):
         grads_and_vars = self._optimizer.compute_gradients(*args, **kwargs)
         grads, variables = zip(*grads_and_vars)
-        return list(zip(self._reducer(grads, variables), variables))
+        if self._aggregation is None:
+            return list(zip(self._reducer(grads, variables), variables))
+        return list(zip(self._aggregation.compute(grads, variables), variables))
 
     def register_local_var(self, var):
         """The gradient of `var` is not combined over the ranks."""
         self._reducer.register_local(var)
 
-    def apply_gradients(self, *args, **kwargs):
-        return self._optimizer.apply_gradients(*args, **kwargs)
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        if self._aggregation is None:
+            return self._optimizer.apply_gradients(grads_and_vars, global_step, name)
+        grads_and_vars = list(grads_and_vars)
+        return self._aggregation.apply(
+            lambda: self._optimizer.apply_gradients(grads_and_vars, global_step, name),
+            lambda: None if global_step is None else global_step.assign_add(1))
 
     def get_slot(self, *args, **kwargs):
         return self._optimizer.get_slot(*args, **kwargs)
@@ -48,11 +57,11 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense='
                          process_set=global_process_set, scale_local_gradients=True):
     """Wraps a Keras optimizer (see horovodcpp.tensorflow.keras) or a
     tf.compat.v1.train.Optimizer so that the gradients it applies are
-    combined over all ranks with `op` (Average). See
+    combined over the ranks of `process_set` with `op` (Average). See
     gradients.GradientReducer for compression, sparse_as_dense,
-    gradient_predivide_factor and groups. backward_passes_per_step other
-    than 1 is not supported (Keras optimizers: use their
-    gradient_accumulation_steps)."""
+    gradient_predivide_factor, groups and process_set, and
+    gradient_aggregation.py for backward_passes_per_step > 1 and
+    average_aggregated_gradients."""
     import keras
 
     if isinstance(optimizer, keras.optimizers.Optimizer):
@@ -66,10 +75,10 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense='
     if not isinstance(optimizer, tf.compat.v1.train.Optimizer):
         raise ValueError("Provided optimizer doesn't inherit from either legacy TensorFlow or "
                          "Keras optimizer: %s" % optimizer)
-    if backward_passes_per_step != 1:
-        raise NotImplementedError("backward_passes_per_step > 1 is not supported")
     groups = check_options(op, gradient_predivide_factor, num_groups, groups)
     name = name or "Distributed{}".format(type(optimizer).__name__)
     reducer = GradientReducer(name, compression, sparse_as_dense, op, gradient_predivide_factor,
                               groups, process_set, scale_local_gradients)
-    return _LegacyDistributedOptimizer(optimizer, name, use_locking, reducer)
+    aggregation = GradientAggregation.of(backward_passes_per_step, reducer,
+                                         average_aggregated_gradients, sparse_as_dense)
+    return _LegacyDistributedOptimizer(optimizer, name, use_locking, reducer, aggregation)

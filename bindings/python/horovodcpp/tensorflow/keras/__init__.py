@@ -9,7 +9,7 @@ Keras 3 with the TensorFlow backend (tf.keras since TensorFlow 2.16).
                                hvd.callbacks.MetricAverageCallback()])
 
 The compiled train step must not use XLA (compile(jit_compile=False), the
-default on CPU-only machines): the collectives run in tf.py_function ops.
+default on CPU-only machines): XLA cannot compile horovodcpp's ops.
 """
 import tensorflow as tf
 
@@ -24,27 +24,28 @@ from horovodcpp.tensorflow import (  # noqa: F401
 from horovodcpp.tensorflow import ops as _ops
 from horovodcpp.tensorflow.functions import broadcast_global_variables  # noqa: F401
 from horovodcpp.tensorflow.keras import callbacks  # noqa: F401
-from horovodcpp.tensorflow.keras.optimizer import DistributedOptimizer, load_model  # noqa: F401
+from horovodcpp.tensorflow.keras.optimizer import (  # noqa: F401
+    DistributedOptimizer, PartialDistributedOptimizer, load_model)
 
 
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0, op=None,
               compression=Compression.none):
     """Allreduce of a tensor-like value (eagerly: returns a tensor)."""
-    return _ops.allreduce(tf.constant(value), average=average, compression=compression, op=op,
-                          prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-                          name=name)
+    return _ops.allreduce(tf.convert_to_tensor(value), average=average, compression=compression,
+                          op=op, prescale_factor=prescale_factor,
+                          postscale_factor=postscale_factor, name=name)
 
 
 def allgather(value, name=None):
     """Allgather of a tensor-like value along its first dimension."""
-    return _ops.allgather(tf.constant(value), name=name)
+    return _ops.allgather(tf.convert_to_tensor(value), name=name)
 
 
 def broadcast(value, root_rank, name=None):
     """root_rank's tensor-like value, on every rank."""
-    return _ops.broadcast(tf.constant(value), root_rank, name=name)
+    return _ops.broadcast(tf.convert_to_tensor(value), root_rank, name=name)
 
 
 def reducescatter(value, name=None, op=Average):
     """Reducescatter of a tensor-like value: this rank's share of the rows."""
-    return _ops.reducescatter(tf.constant(value), op=op, name=name)
+    return _ops.reducescatter(tf.convert_to_tensor(value), op=op, name=name)

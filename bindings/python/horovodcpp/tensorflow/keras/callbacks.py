@@ -1,7 +1,8 @@
 """Keras callbacks of horovod.tensorflow.keras: BroadcastGlobalVariablesCallback,
-MetricAverageCallback, LearningRateScheduleCallback and
-LearningRateWarmupCallback. Each rank runs them; they only call collectives
-from Python between steps, in the same order on every rank."""
+MetricAverageCallback, LearningRateScheduleCallback,
+LearningRateWarmupCallback and BestModelCheckpoint. Each rank runs them;
+they only call collectives from Python between steps, in the same order on
+every rank."""
 import warnings
 
 import keras
@@ -10,28 +11,35 @@ import numpy as np
 from horovodcpp import _core
 from horovodcpp.common.basics import Average
 from horovodcpp.tensorflow.functions import broadcast_variables
+from horovodcpp.tensorflow.gradients import variable_key
 
 
 class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     """Makes every rank start from root_rank's model and optimizer variables:
     broadcasts them when training starts and again after the first batch
-    (Keras creates the optimizer's variables in the first step). `device`
-    is accepted for Horovod's signature."""
+    (Keras creates the optimizer's variables in the first step).
+    local_variables: variables that each rank keeps (e.g. the weights of
+    layers trained locally, see PartialDistributedOptimizer, and their
+    optimizer slots). `device` is accepted for Horovod's signature."""
 
-    def __init__(self, root_rank, device=''):
+    def __init__(self, root_rank, device='', local_variables=None):
         super().__init__()
         self.root_rank = root_rank
         self.broadcast_done = False
+        self.local_variables = {variable_key(v) for v in local_variables or []}
+
+    def _shared(self, variables):
+        return [v for v in variables if variable_key(v) not in self.local_variables]
 
     def _broadcast(self):
-        broadcast_variables(self.model.variables, self.root_rank)
+        broadcast_variables(self._shared(self.model.variables), self.root_rank)
         optimizer = self.model.optimizer
         if optimizer is not None:
             if not optimizer.built and self.model.built:
                 # The same variables on every rank, also where the root
                 # loaded a checkpoint with its optimizer state.
                 optimizer.build(self.model.trainable_variables)
-            broadcast_variables(optimizer.variables, self.root_rank)
+            broadcast_variables(self._shared(optimizer.variables), self.root_rank)
 
     def on_train_begin(self, logs=None):
         self._broadcast()
@@ -171,3 +179,25 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
         if epoch == self.end_epoch - 1 and self.verbose > 0 and _core.rank() == 0:
             print("\nEpoch %d: finished gradual learning rate warmup to %g." %
                   (epoch + 1, _get_value(self.model.optimizer.learning_rate)))
+
+
+class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """keras.callbacks.ModelCheckpoint that keeps the model with the best
+    value of `monitor` (save_best_only=True, whole model). Horovod's Spark
+    estimators set `filepath` (a .keras file) after construction; here it
+    may also be given. Add it on one rank only (usually 0), as any
+    checkpoint."""
+
+    def __init__(self, monitor='val_loss', verbose=0, mode='auto', save_freq='epoch',
+                 filepath=None):
+        # ModelCheckpoint checks the path's extension now; None is set later.
+        super().__init__(filepath or "unset.keras", monitor=monitor, verbose=verbose,
+                         save_best_only=True, save_weights_only=False, mode=mode,
+                         save_freq=save_freq)
+        self.filepath = filepath
+
+    def on_train_begin(self, logs=None):
+        if self.filepath is None:
+            raise ValueError("BestModelCheckpoint: set its filepath (a .keras file) before "
+                             "training")
+        super().on_train_begin(logs)

@@ -307,7 +307,7 @@ void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group,
 
   if (stages_in_float32(dtype, op)) {
     // Widen (prescale folded in), reduce in float32, round once to 16 bits
-    // (Average and postscale folded in): the result does not depend on the
+    // (then Average and postscale): the sum does not depend on the
     // backend's reduction order.
     if (staging_.size() < total) staging_.resize(total);
     const auto t0 = traced ? TimelineClock::now() : TimelineClock::time_point();

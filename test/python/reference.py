@@ -26,16 +26,28 @@ def rank_tensor(r, shape, dtype=torch.float64, seed=0):
     return (torch.rand(shape, generator=g, dtype=torch.float64) * 4 - 2).to(dtype)
 
 
+def scaled_like_horovod(tensor, factor):
+    """tensor * factor as Horovod's ScaleBuffer computes it on the CPU:
+    integers in float64, truncated toward zero; float16 (and bfloat16) in
+    float32, the factor rounded to float32; float64 in float64."""
+    if not tensor.dtype.is_floating_point:
+        return (tensor.double() * factor).trunc().to(tensor.dtype)
+    if tensor.dtype == torch.float64:
+        return tensor * factor
+    return (tensor.float() * torch.tensor(factor, dtype=torch.float32)).to(tensor.dtype)
+
+
 def reduce_reference(tensors, op, dtype):
     """`op` over the ranks' `tensors` as the core reduces them (integer
-    Average truncates; bool Sum/Max are OR, Min/Product AND)."""
+    Average: the sum times 1 / size in float64, truncated, as Horovod;
+    bool Sum/Max are OR, Min/Product AND)."""
     stacked = torch.stack(tensors)
     if dtype == torch.bool:
         return stacked.any(0) if op in (hvd.Sum, hvd.Max) else stacked.all(0)
     if not dtype.is_floating_point:
         wide = stacked.long()
         result = {hvd.Sum: lambda: wide.sum(0),
-                  hvd.Average: lambda: torch.div(wide.sum(0), len(tensors), rounding_mode="trunc"),
+                  hvd.Average: lambda: scaled_like_horovod(wide.sum(0), 1.0 / len(tensors)),
                   hvd.Min: lambda: wide.amin(0), hvd.Max: lambda: wide.amax(0),
                   hvd.Product: lambda: wide.prod(0)}[op]()
         return result.to(dtype)

@@ -167,11 +167,12 @@ def check_sync_batch_norm(device="cpu"):
 
 def check_join_with_uneven_batches(device="cpu"):
     """DistributedOptimizer on a model on `device` where rank r trains on
-    2 + r batches, then joins. While some ranks have joined, the others'
-    gradients are averaged over the ranks still training, so the last
+    2 + r batches, then joins. While some ranks have joined, they add zero
+    gradients and Average divides by every rank (as Horovod), so the last
     rank's model is the one a single process gets by training, at each
-    step, on the batches of the ranks still training. Its parameters are
-    then broadcast to every rank."""
+    step, on the batches of the ranks still training with the loss scaled
+    by their share of the ranks. Its parameters are then broadcast to every
+    rank."""
     # GPU kernels round differently from the CPU reference.
     tolerance = dict(atol=1e-5, rtol=1e-5) if torch.device(device).type == "cpu" else dict(
         atol=1e-4, rtol=1e-4)
@@ -192,8 +193,9 @@ def check_join_with_uneven_batches(device="cpu"):
 
     for step in range(max(steps)):
         local.zero_grad()
-        x, y = batch_of([r for r in range(n) if step < steps[r]], step)
-        loss_fn(reference(x), y).backward()
+        training = [r for r in range(n) if step < steps[r]]
+        x, y = batch_of(training, step)
+        (loss_fn(reference(x), y) * len(training) / n).backward()
         local.step()
     if me == last:
         for (name, p), q in zip(model.named_parameters(), reference.parameters()):

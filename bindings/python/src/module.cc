@@ -55,7 +55,7 @@ void bind_basics(py::module_& m) {
       py::arg("process_set") = py::none(), no_gil);
   m.def("join", &hvd::join, no_gil,
         "Waits until every rank has joined; meanwhile this rank contributes zeros to the\n"
-        "others' Sum/Average allreduces. Returns the last rank to join.");
+        "others' allreduces. Returns the last rank to join.");
   m.def("start_timeline", &hvd::start_timeline, py::arg("path"), py::arg("mark_cycles") = false);
   m.def("stop_timeline", &hvd::stop_timeline, no_gil);
   m.def("built_transports", &hvd::built_transports,

@@ -177,11 +177,11 @@ std::vector<Tensor> grouped_reducescatter(const std::vector<TensorView>& inputs,
 void barrier(const ProcessSet& process_set = global_process_set());
 
 // For uneven numbers of batches: a rank that has run out calls join() and
-// waits there. Until every rank has joined, the others' allreduces (Sum or
-// Average) and barriers proceed without it: a joined rank contributes zeros
-// (for CUDA tensors on NCCL, on the GPU it used for CUDA tensors, else GPU
-// local_rank % visible GPUs; staged, from host memory) and Average divides
-// by the ranks that submitted the tensor. Other
+// waits there. Until every rank has joined, the others' allreduces (any op)
+// and barriers proceed without it: a joined rank contributes zeros (for
+// CUDA tensors on NCCL, on the GPU it used for CUDA tensors, else GPU
+// local_rank % visible GPUs; staged, from host memory), and Average divides
+// by the number of ranks, joined ones included, as Horovod does. Other
 // collectives submitted after a rank joined fail on every rank with an
 // InvalidArgument naming the joined ranks. Returns, on every rank, the last
 // rank to join; then a new round of joins may start.

@@ -253,9 +253,9 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
 def join(device=-1):
     """For uneven numbers of batches: a rank that has run out of data calls
     join() and waits there (without the GIL) until every rank has joined.
-    Meanwhile the other ranks' allreduces (Sum or Average, e.g. those of
-    DistributedOptimizer) and barriers go on without it: it contributes
-    zeros, and Average divides by the ranks that submitted the tensor. Other
+    Meanwhile the other ranks' allreduces (any op, e.g. those of
+    DistributedOptimizer) and barriers go on without it, as in Horovod: it
+    contributes zeros, and Average still divides by every rank. Other
     collectives submitted while a rank has joined fail with
     InvalidArgumentError. Returns, on every rank, the rank that joined last
     (e.g. to broadcast its parameters). Global set only.

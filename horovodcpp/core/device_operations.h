@@ -95,5 +95,7 @@ std::unique_ptr<DeviceOperations> create_device_operations(Controller& controlle
 // "nccl" when built with NCCL, then the CPU transports when built with
 // CUDA (staged); empty without CUDA.
 std::vector<std::string> available_gpu_operations();
+// NCCL_VERSION_CODE of the NCCL this build has; 0 without NCCL.
+int built_nccl_version();
 
 }  // namespace hvd

@@ -26,6 +26,38 @@ def test_topology():
     assert hvd.global_process_set.ranks == list(range(hvd.size()))
 
 
+def test_build_and_transport_queries_as_horovod():
+    # nccl_built() is NCCL_VERSION_CODE (user code compares it with numbers),
+    # the others are bools; mpi_threads_supported() needs MPI.
+    version = hvd.nccl_built()
+    assert type(version) is int
+    assert (version > 0) == ("nccl" in _core.built_gpu_operations())
+    assert version == 0 or version >= 2000  # major * 1000 (< 2.9) or * 10000 + minor * 100
+    for query in (hvd.mpi_built, hvd.gloo_built, hvd.cuda_built, hvd.rocm_built, hvd.ddl_built,
+                  hvd.ccl_built, hvd.mpi_enabled, hvd.gloo_enabled, hvd.is_homogeneous,
+                  hvd.is_initialized):
+        assert type(query()) is bool, query
+    if hvd.mpi_enabled():
+        assert hvd.mpi_threads_supported() is True  # init asks for MPI_THREAD_MULTIPLE
+    else:
+        with pytest.raises(ValueError, match="MPI is not enabled"):
+            hvd.mpi_threads_supported()
+
+
+def test_errors_user_code_catches():
+    # Horovod's import path for the error a failed collective raises, from
+    # synchronize() too (the handle is then gone).
+    from horovodcpp.common.exceptions import HorovodInternalError
+    assert HorovodInternalError is hvd.HorovodInternalError
+    me = hvd.size() - 1 == hvd.rank()
+    handle = hvd.allreduce_async(torch.zeros(2 + me), name="sync.bad_shape")
+    with pytest.raises(HorovodInternalError, match="shape"):
+        hvd.synchronize(handle)
+    assert hvd.synchronize(handle) is None
+    with pytest.raises(ValueError):
+        hvd.poll(handle)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("op", OPS, ids=str)
 def test_allreduce(dtype, op):

@@ -53,6 +53,12 @@ std::vector<std::string> built_transports();
 // with NCCL, then the CPU transports CUDA tensors can be staged through;
 // empty without CUDA (CUDA tensors are refused). Callable before init().
 std::vector<std::string> built_gpu_operations();
+// NCCL_VERSION_CODE of the NCCL this build uses (e.g. 22807 for 2.28.7),
+// 0 without NCCL (Horovod's nccl_built()). Callable before init().
+int nccl_version();
+// Whether MPI provides MPI_THREAD_MULTIPLE (other code may then call MPI
+// too). InvalidArgument when the job does not run on MPI.
+bool mpi_threads_supported();
 // The transport this job runs on: HOROVODCPP_CPU_OPERATIONS (or
 // HOROVODCPP_CONTROLLER) as read at init(), else built_transports()[0].
 std::string transport();

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "core/check.h"
+#include "core/device_operations.h"
 #include "core/runtime.h"
 #include "core/transport.h"
 #include "horovodcpp/horovodcpp.h"
@@ -79,6 +80,14 @@ bool is_homogeneous() { return current()->homogeneous(); }
 
 std::vector<std::string> built_transports() { return available_transports(); }
 std::vector<std::string> built_gpu_operations() { return available_gpu_operations(); }
+int nccl_version() { return built_nccl_version(); }
+bool mpi_threads_supported() {
+  const std::shared_ptr<Runtime> runtime = current();
+  HVD_CHECK(
+      runtime->transport_name() == "mpi", InvalidArgument,
+      "mpi_threads_supported(): this job runs on " << runtime->transport_name() << ", not MPI");
+  return runtime->transport_multithreaded();
+}
 std::string transport() { return current()->transport_name(); }
 std::string backend_name() { return current()->backend_name(); }
 

@@ -41,8 +41,8 @@ class Backend {
   // In-place allreduce of `count` elements. `op` is Sum, Min, Max or
   // Product (the core turns Average into Sum plus a division).
   virtual void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) = 0;
-  // allreduce, then every element of the result divided by `divisor` and
-  // multiplied by `factor` as scale_in_place does (Average, postscale).
+  // allreduce, then every element of the result scaled by factor / divisor
+  // as scale_in_place does (Average, postscale).
   // A backend that can scale while the data is in its cache overrides this
   // and saves a pass over the buffer.
   virtual void allreduce_scaled(void* buffer, std::size_t count, DataType dtype, ReduceOp op,

@@ -30,11 +30,12 @@ struct CopyLaunch {
   std::uint64_t max_count = 0;  // the largest task: sizes the grid
 };
 
-// How elements are scaled: dst = src / divisor * factor (as scale_copy).
+// How elements are scaled: dst = src * (factor / divisor), as scale_copy.
 struct CopyScale {
   double divisor = 1.0;
   double factor = 1.0;
-  bool identity() const { return divisor == 1.0 && factor == 1.0; }
+  double multiplier() const { return factor / divisor; }
+  bool identity() const { return multiplier() == 1.0; }
 };
 
 // Tasks longer than `max_task_elements` are cut into pieces (so one huge

@@ -106,7 +106,7 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& respons
         run_on_device(*runs[group.front()], members);
         continue;  // device_ completes the Works
       }
-      allreduce(members, contributors(*runs[group.front()]));
+      allreduce(members);
       for (const TensorEntry* member : members) member->work->complete();
     } catch (...) {
       for (const TensorEntry* member : members) member->work->fail(std::current_exception());
@@ -114,10 +114,6 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& respons
   }
   zero_tensors_.clear();
   return bytes;
-}
-
-int CollectiveExecutor::contributors(const Response& response) const {
-  return topology_.size - static_cast<int>(response.joined_ranks.size());
 }
 
 // A joined rank's part in an allreduce: zeros of the agreed dtype and shape
@@ -170,7 +166,7 @@ Tensor CollectiveExecutor::run_on_backend(const Response& response,
   Tensor output;
   switch (response.op_type) {
     case OpType::kAllreduce:
-      allreduce(group, contributors(response));  // traces its phases itself
+      allreduce(group);  // traces its phases itself
       return output;
     case OpType::kAllgather:
       output = allgather(entry, gather_plan(entry, response));
@@ -235,7 +231,7 @@ void CollectiveExecutor::run_on_device(const Response& response,
                     << response.name << "': Adasum of CUDA tensors is not supported on "
                     << device_->name()
                     << "; HOROVODCPP_GPU_OPERATIONS=mpi or gloo stages them through host memory");
-      return device_->allreduce(group, contributors(response));
+      return device_->allreduce(group, topology_.size);
     case OpType::kBroadcast: return device_->broadcast(entry);
     case OpType::kAllgather: return device_->allgather(entry, gather_plan(entry, response));
     case OpType::kAlltoall: return device_->alltoall(entry, exchange_plan(entry, response));
@@ -317,19 +313,19 @@ void CollectiveExecutor::reduce_packed(const std::vector<const TensorEntry*>& gr
                      op);
 }
 
-void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group, int contributors) {
+void CollectiveExecutor::allreduce(const std::vector<const TensorEntry*>& group) {
   const Request& request = group.front()->request;
   const bool traced = tracing();  // once: start/stop may come from another thread
   const DataType dtype = request.dtype;
   const bool average = request.reduce_op == ReduceOp::kAverage;
   const ReduceOp op = average ? ReduceOp::kSum : request.reduce_op;
-  const double divisor = average ? contributors : 1.0;
+  const double divisor = average ? topology_.size : 1.0;
   std::size_t total = 0;
   for (const TensorEntry* entry : group) total += entry->input.num_elements();
 
   if (stages_in_float32(dtype, op)) {
     // Widen (prescale folded in), reduce in float32, round once to 16 bits
-    // (Average and postscale folded in): the result does not depend on the
+    // (then Average and postscale): the sum does not depend on the
     // backend's reduction order.
     if (staging_.size() < total) staging_.resize(total);
     const auto t0 = traced ? TimelineClock::now() : TimelineClock::time_point();

@@ -39,8 +39,9 @@ class CollectiveExecutor {
  private:
   // One allreduce through the backend for the whole group (same dtype, op
   // and scale factors): packed into the fusion buffer when it has several.
-  // `contributors`: the ranks whose data counts (Average divides by it).
-  void allreduce(const std::vector<const TensorEntry*>& group, int contributors);
+  // Average divides by the set's size, joined ranks (their zeros) included,
+  // as Horovod does.
+  void allreduce(const std::vector<const TensorEntry*>& group);
   // The reduction itself on the group's elements packed in `buffer`: the
   // backend's allreduce, or Adasum with coefficients per tensor.
   void reduce_packed(const std::vector<const TensorEntry*>& group, void* buffer, DataType dtype,
@@ -50,8 +51,6 @@ class CollectiveExecutor {
   // Returns the result the library allocates, if any.
   Tensor run_on_backend(const Response& response, const std::vector<const TensorEntry*>& group,
                         std::vector<std::int64_t>& received_splits);
-  // Ranks that submitted the response's tensor (all but the joined ones).
-  int contributors(const Response& response) const;
   TensorEntry zeros_for(const Request& agreed);
   bool stages_in_float32(DataType dtype, ReduceOp op) const;
   // Shapes and counts of the collectives with a library-allocated result,

@@ -46,13 +46,13 @@ class DeviceOperations {
   virtual HostStaging* staging() { return nullptr; }
 
   // Device-side, coordinator thread. Queue the collective (the group
-  // shares dtype, op and scale factors; `contributors`: the ranks whose
-  // data count, as in CollectiveExecutor) and return; the Works are
+  // shares dtype, op and scale factors; Average divides by `set_size`,
+  // joined ranks included, as in CollectiveExecutor) and return; the Works are
   // completed or failed later. A throw means nothing was queued: the
   // caller fails the Works. Entries with `joined` set are a joined rank's
   // zeros: dtype and shape only (null data; their device is another
   // rank's), which take their place in the fused layout as zeros.
-  virtual void allreduce(const std::vector<const TensorEntry*>& group, int contributors) = 0;
+  virtual void allreduce(const std::vector<const TensorEntry*>& group, int set_size) = 0;
   virtual void broadcast(const TensorEntry& entry) = 0;
   // The same for collectives whose result (`plan.shape`, on the tensor's
   // GPU) becomes the Work's output. reducescatter: the sum over ranks,
@@ -95,5 +95,7 @@ std::unique_ptr<DeviceOperations> create_device_operations(Controller& controlle
 // "nccl" when built with NCCL, then the CPU transports when built with
 // CUDA (staged); empty without CUDA.
 std::vector<std::string> available_gpu_operations();
+// NCCL_VERSION_CODE of the NCCL this build has; 0 without NCCL.
+int built_nccl_version();
 
 }  // namespace hvd

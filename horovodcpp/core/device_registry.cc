@@ -25,6 +25,14 @@ std::vector<std::string> available_gpu_operations() {
   return built;
 }
 
+int built_nccl_version() {
+#if HVD_HAVE_NCCL
+  return NCCL_VERSION_CODE;
+#else
+  return 0;
+#endif
+}
+
 std::unique_ptr<DeviceOperations> create_device_operations(Controller& controller,
                                                            const std::string& cpu_transport,
                                                            ProcessSetChannel* channel,

@@ -69,7 +69,7 @@ struct Response {
   std::vector<std::int64_t> splits;
   // Ranks that called join() without submitting this tensor. They take part
   // with zeros of `joined_template`'s dtype and shape (allreduce) or not at
-  // all (barrier, errors), and Average divides by the ranks that did submit.
+  // all (barrier, errors); Average still divides by every rank (Horovod).
   std::vector<std::int32_t> joined_ranks;
   Request joined_template;  // meaningful only when joined_ranks is non-empty
   // Join: the last rank to call join(), what join() returns on every rank.

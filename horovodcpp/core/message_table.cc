@@ -212,25 +212,21 @@ Response MessageTable::respond(const std::vector<Request>& submitted) const {
     }
   }
   const Request& first = submitted.front();
-  const bool zeros_work = first.op_type == OpType::kBarrier ||
-                          (first.op_type == OpType::kAllreduce &&
-                           (first.reduce_op == ReduceOp::kSum ||
-                            first.reduce_op == ReduceOp::kAverage));
+  // As in Horovod: a joined rank adds zeros to allreduces of every op (so
+  // Min, Max and Product see a 0 from it) and has nothing to do in a
+  // barrier; other collectives need its data.
+  const bool zeros_work = first.op_type == OpType::kBarrier || first.op_type == OpType::kAllreduce;
   Response response;
   if (zeros_work) {
     response = build_response(submitted);
     response.joined_template = first;
     response.joined_template.error.clear();
   } else {
-    const std::string what = first.op_type == OpType::kAllreduce
-                                 ? std::string("allreduce with op ") +
-                                       reduce_op_name(first.reduce_op)
-                                 : std::string(op_type_name(first.op_type));
     response = error_response(first, ErrorKind::kInvalidArgument,
-                              what + " of tensor '" + first.name + "' cannot run after " +
-                                  ranks_str(joined) +
-                                  " joined: a joined rank contributes zeros, which only Sum "
-                                  "and Average allreduces (and barriers) allow");
+                              std::string(op_type_name(first.op_type)) + " of tensor '" +
+                                  first.name + "' cannot run after " + ranks_str(joined) +
+                                  " joined: only allreduces (a joined rank contributes zeros) "
+                                  "and barriers run while ranks have joined");
   }
   response.joined_ranks.assign(joined.begin(), joined.end());
   return response;

@@ -89,14 +89,12 @@ struct Plain {  // integers, float, double: computed in their own type
   using Compute = T;
   static T load(T raw) { return raw; }
   static T store(T value) { return value; }
-  static T store_double(double value) { return static_cast<T>(value); }
 };
 struct Half {  // float16: computed in float32, rounded once when stored
   using Raw = std::uint16_t;
   using Compute = float;
   static float load(Raw raw) { return half_bits_to_float(raw); }
   static Raw store(float value) { return float_to_half_bits(value); }
-  static Raw store_double(double value) { return double_to_half_bits(value); }
   static void load_block(const Raw* src, float* dst) { half_block_fns().load(src, dst); }
   static void store_block(const float* src, Raw* dst) { half_block_fns().store(src, dst); }
 };
@@ -105,7 +103,6 @@ struct BFloat16 {
   using Compute = float;
   static float load(Raw raw) { return bfloat16_bits_to_float(raw); }
   static Raw store(float value) { return float_to_bfloat16_bits(value); }
-  static Raw store_double(double value) { return double_to_bfloat16_bits(value); }
   static void load_block(const Raw* src, float* dst) {
     for (std::size_t j = 0; j < kBlock; ++j) dst[j] = load(src[j]);
   }
@@ -390,23 +387,35 @@ ManyFn pick_many(DataType dtype, ReduceOp op, bool avx2) {
   HVD_THROW(InvalidArgument, "reduce_many: unknown DataType " << static_cast<int>(dtype));
 }
 
-// ---- scale_in_place ----
+// ---- scaling, as Horovod's ScaleBuffer ----
 
+// x * factor in the compute type (float32 for float32 and the halves,
+// rounded to the stored type once), in blocks for the halves.
 template <typename Elem>
-void scale_floating(const void* src, void* dst, std::size_t count, double divisor, double factor) {
-  const auto* in = static_cast<const typename Elem::Raw*>(src);
-  auto* out = static_cast<typename Elem::Raw*>(dst);
-  for (std::size_t i = 0; i < count; ++i) {
-    out[i] = Elem::store_double(static_cast<double>(Elem::load(in[i])) / divisor * factor);
+void scale_floating(const void* src, void* dst, std::size_t count, double factor) {
+  using Raw = typename Elem::Raw;
+  using Compute = typename Elem::Compute;
+  const auto* in = static_cast<const Raw*>(src);
+  auto* out = static_cast<Raw*>(dst);
+  const Compute f = static_cast<Compute>(factor);
+  std::size_t i = 0;
+  if constexpr (!std::is_same_v<Raw, Compute>) {
+    for (; i + kBlock <= count; i += kBlock) {
+      Compute x[kBlock];
+      Elem::load_block(in + i, x);
+      for (std::size_t j = 0; j < kBlock; ++j) x[j] *= f;
+      Elem::store_block(x, out + i);
+    }
   }
+  for (; i < count; ++i) out[i] = Elem::store(Elem::load(in[i]) * f);
 }
 
 // Truncates toward zero and clamps to T's range (NaN -> 0): out-of-range
-// double -> integer casts are UB.
+// double -> integer casts are UB (Horovod's results there are the CPU's).
 template <typename T>
 T saturate_cast(double value) {
   constexpr double kLow = static_cast<double>(std::numeric_limits<T>::min());
-  // For 64-bit T this rounds up to 2^63 / 2^64, so `>=` catches every overflow.
+  // For 64-bit T this rounds up to 2^63, so `>=` catches every overflow.
   constexpr double kHigh = static_cast<double>(std::numeric_limits<T>::max());
   if (!(value == value)) return 0;
   if (value <= kLow) return std::numeric_limits<T>::min();
@@ -414,52 +423,13 @@ T saturate_cast(double value) {
   return static_cast<T>(value);
 }
 
+// x * factor in double (int64 values beyond 2^53 round, as in Horovod).
 template <typename T>
-void scale_integer(const void* src, void* dst, std::size_t count, double divisor, double factor) {
+void scale_integer(const void* src, void* dst, std::size_t count, double factor) {
   const T* x = static_cast<const T*>(src);
   T* out = static_cast<T*>(dst);
-  if constexpr (sizeof(T) <= 4) {
-    // Exact in double: the quotient of two integers below 2^53 never rounds
-    // across an integer, so truncating it gives the integer division.
-    constexpr double kLow = static_cast<double>(std::numeric_limits<T>::min());
-    constexpr double kHigh = static_cast<double>(std::numeric_limits<T>::max());
-    // Casts truncate toward zero; int32 converts in SIMD (uint32 needs int64).
-    using Int = std::conditional_t<std::is_same_v<T, std::uint32_t>, std::int64_t, std::int32_t>;
-    if (factor == 1.0) {  // the common case: integer Average
-      for (std::size_t i = 0; i < count; ++i) {
-        double v = static_cast<double>(x[i]) / divisor;
-        v = v < kLow ? kLow : (v > kHigh ? kHigh : v);
-        out[i] = static_cast<T>(static_cast<Int>(v));
-      }
-    } else {
-      constexpr double kLimit = 4611686018427387904.0;  // 2^62: safe int64 cast
-      for (std::size_t i = 0; i < count; ++i) {
-        double q = static_cast<double>(x[i]) / divisor;
-        q = q < -kLimit ? -kLimit : (q > kLimit ? kLimit : q);
-        const double v = static_cast<double>(static_cast<std::int64_t>(q)) * factor;
-        out[i] = saturate_cast<T>(v);
-      }
-    }
-  } else {
-    static_assert(std::is_same_v<T, std::int64_t>, "the only 64-bit integer DataType");
-    // 64-bit values do not fit a double: divide in integers when the divisor
-    // is an integer (every real use: a rank count), else in double.
-    constexpr T kMin = std::numeric_limits<T>::min();
-    constexpr T kMax = std::numeric_limits<T>::max();
-    if (divisor == std::trunc(divisor) && std::fabs(divisor) <= 9007199254740992.0) {
-      const auto d = static_cast<T>(divisor);
-      for (std::size_t i = 0; i < count; ++i) {
-        // INT64_MIN / -1 overflows: saturate, as every other path does.
-        const T q = (d == -1 && x[i] == kMin) ? kMax : x[i] / d;
-        out[i] = factor == 1.0 ? q : saturate_cast<T>(static_cast<double>(q) * factor);
-      }
-    } else {
-      for (std::size_t i = 0; i < count; ++i) {
-        const double q = std::trunc(static_cast<double>(x[i]) / divisor);
-        out[i] = saturate_cast<T>(q * factor);
-      }
-    }
-  }
+  for (std::size_t i = 0; i < count; ++i)
+    out[i] = saturate_cast<T>(static_cast<double>(x[i]) * factor);
 }
 
 void check_buffer(const void* pointer, std::size_t count, const char* what) {
@@ -494,24 +464,18 @@ void widen(const void* src, float* dst, std::size_t count, double factor) {
     for (; i + kBlock <= count; i += kBlock) Elem::load_block(x + i, dst + i);
     for (; i < count; ++i) dst[i] = Elem::load(x[i]);
   } else {
-    for (std::size_t i = 0; i < count; ++i) {
-      dst[i] = static_cast<float>(static_cast<double>(Elem::load(x[i])) * factor);
-    }
+    const float f = static_cast<float>(factor);
+    for (std::size_t i = 0; i < count; ++i) dst[i] = Elem::load(Elem::store(Elem::load(x[i]) * f));
   }
 }
 
 template <typename Elem>
-void narrow(const float* src, void* dst, std::size_t count, double divisor, double factor) {
+void narrow(const float* src, void* dst, std::size_t count, double factor) {
   auto* y = static_cast<typename Elem::Raw*>(dst);
-  if (divisor == 1.0 && factor == 1.0) {  // same result, one conversion fewer
-    std::size_t i = 0;
-    for (; i + kBlock <= count; i += kBlock) Elem::store_block(src + i, y + i);
-    for (; i < count; ++i) y[i] = Elem::store(src[i]);
-  } else {
-    for (std::size_t i = 0; i < count; ++i) {
-      y[i] = Elem::store_double(static_cast<double>(src[i]) / divisor * factor);
-    }
-  }
+  std::size_t i = 0;
+  for (; i + kBlock <= count; i += kBlock) Elem::store_block(src + i, y + i);
+  for (; i < count; ++i) y[i] = Elem::store(src[i]);
+  if (factor != 1.0) scale_floating<Elem>(y, y, count, factor);
 }
 
 }  // namespace
@@ -556,23 +520,23 @@ void scale_copy(DataType dtype, const void* src, void* dst, std::size_t count, d
   check_buffer(dst, count, "scale_copy");
   check_divisor(divisor, "scale_copy");
   const std::size_t element_size = dtype_size(dtype);  // rejects an unknown dtype
-  if (dtype == DataType::kBool || (divisor == 1.0 && factor == 1.0)) {
+  // One factor, as Horovod's `postscale_factor /= size` for Average.
+  const double f = factor / divisor;
+  if (dtype == DataType::kBool || f == 1.0) {
     if (src != dst && count > 0) std::memcpy(dst, src, count * element_size);
     return;
   }
   switch (dtype) {
-    case DataType::kUInt8: return scale_integer<std::uint8_t>(src, dst, count, divisor, factor);
-    case DataType::kInt8: return scale_integer<std::int8_t>(src, dst, count, divisor, factor);
-    case DataType::kUInt16: return scale_integer<std::uint16_t>(src, dst, count, divisor, factor);
-    case DataType::kInt16: return scale_integer<std::int16_t>(src, dst, count, divisor, factor);
-    case DataType::kInt32: return scale_integer<std::int32_t>(src, dst, count, divisor, factor);
-    case DataType::kInt64: return scale_integer<std::int64_t>(src, dst, count, divisor, factor);
-    case DataType::kFloat16: return scale_floating<Half>(src, dst, count, divisor, factor);
-    case DataType::kBFloat16: return scale_floating<BFloat16>(src, dst, count, divisor, factor);
-    case DataType::kFloat32:
-      return scale_floating<Plain<float>>(src, dst, count, divisor, factor);
-    case DataType::kFloat64:
-      return scale_floating<Plain<double>>(src, dst, count, divisor, factor);
+    case DataType::kUInt8: return scale_integer<std::uint8_t>(src, dst, count, f);
+    case DataType::kInt8: return scale_integer<std::int8_t>(src, dst, count, f);
+    case DataType::kUInt16: return scale_integer<std::uint16_t>(src, dst, count, f);
+    case DataType::kInt16: return scale_integer<std::int16_t>(src, dst, count, f);
+    case DataType::kInt32: return scale_integer<std::int32_t>(src, dst, count, f);
+    case DataType::kInt64: return scale_integer<std::int64_t>(src, dst, count, f);
+    case DataType::kFloat16: return scale_floating<Half>(src, dst, count, f);
+    case DataType::kBFloat16: return scale_floating<BFloat16>(src, dst, count, f);
+    case DataType::kFloat32: return scale_floating<Plain<float>>(src, dst, count, f);
+    case DataType::kFloat64: return scale_floating<Plain<double>>(src, dst, count, f);
     case DataType::kBool: return;
   }
 }
@@ -601,9 +565,9 @@ void narrow_from_float32(const float* src, DataType half_dtype, void* dst, std::
   check_buffer(dst, count, "narrow_from_float32");
   check_divisor(divisor, "narrow_from_float32");
   if (half_dtype == DataType::kFloat16) {
-    narrow<Half>(src, dst, count, divisor, factor);
+    narrow<Half>(src, dst, count, factor / divisor);
   } else {
-    narrow<BFloat16>(src, dst, count, divisor, factor);
+    narrow<BFloat16>(src, dst, count, factor / divisor);
   }
 }
 

@@ -24,20 +24,26 @@ void reduce_into(DataType dtype, ReduceOp op, void* inout, const void* in, std::
 void reduce_many(DataType dtype, ReduceOp op, void* dst, const void* const* srcs, std::size_t n,
                  std::size_t count);
 
-// dst[i] = src[i] / divisor * factor in one pass (src may equal dst),
-// computed in double for floating types (one rounding to the dtype).
-// Integers: the division rounds toward zero, then the factor is applied in
-// double and rounded toward zero, saturating. bool values are copied as is.
+// dst[i] = src[i] * (factor / divisor) in one pass (src may equal dst), as
+// Horovod's ScaleBuffer scales (Average is its postscale / size): the factor
+// is computed once in double; float64 multiplies in double, float32 in
+// float32 (the factor rounded to float32), float16/bfloat16 in float32 and
+// round to nearest even; integers multiply in double, truncate toward zero
+// and saturate at the type's range. A factor of exactly 1 copies (as
+// Horovod skips the scaling); bool values are copied as is.
 void scale_copy(DataType dtype, const void* src, void* dst, std::size_t count, double divisor,
                 double factor);
 void scale_in_place(DataType dtype, void* buffer, std::size_t count, double divisor,
                     double factor);
 
-// float16/bfloat16 -> float32, multiplying by `factor` (in float32 range).
+// float16/bfloat16 -> float32 of each element scaled by `factor` as
+// scale_copy does (rounded to the 16-bit type first, as the input to a
+// float32 reduction: the same result as scaling, then widening).
 void widen_to_float32(DataType half_dtype, const void* src, float* dst, std::size_t count,
                       double factor);
-// float32 -> float16/bfloat16 of (src[i] / divisor * factor), computed in
-// double and rounded once to nearest even.
+// float32 -> float16/bfloat16 (to nearest even), then scaled by
+// factor / divisor as scale_copy does: a float32 reduction's result rounded
+// to the 16-bit type, then Average and postscale applied to it.
 void narrow_from_float32(const float* src, DataType half_dtype, void* dst, std::size_t count,
                          double divisor, double factor);
 

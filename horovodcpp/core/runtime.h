@@ -33,6 +33,9 @@ class Runtime {
   bool homogeneous() const { return homogeneous_; }
   // The transport the job runs on ("mpi", "gloo").
   const std::string& transport_name() const { return transport_name_; }
+  // Whether several threads may use the transport at once, as process sets
+  // need (with MPI: whether MPI provides MPI_THREAD_MULTIPLE).
+  bool transport_multithreaded() const { return channel_->cannot_create_transports().empty(); }
   // What the global set's collectives run on ("mpi", "shm", "shm+gloo", ...).
   std::string backend_name() const { return global_->backend_name(); }
 

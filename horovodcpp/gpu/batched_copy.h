@@ -9,10 +9,8 @@
 namespace hvd {
 
 // Queues `launch` on `stream` (a cudaStream_t) of the current device: every
-// element becomes src / divisor * factor, computed in double and rounded
-// once to `dtype` (integers: truncated toward zero and saturated; bool:
-// copied), as scale_copy does on the host. Throws BackendError if the
-// launch fails.
+// element becomes src * (factor / divisor) exactly as scale_copy computes
+// it on the host (bool: copied). Throws BackendError if the launch fails.
 void launch_batched_copy(const CopyLaunch& launch, DataType dtype, CopyScale scale, void* stream);
 // Every (src, dst, count) task, in as few launches as plan_batched_copies makes.
 void launch_batched_copies(const std::vector<CopyTask>& tasks, DataType dtype, CopyScale scale,

@@ -52,7 +52,7 @@ class StagedOperations : public DeviceOperations, public HostStaging {
   const char* name() const override { return name_.c_str(); }
   std::shared_ptr<void> record_ready(const TensorView& tensor) override;
   HostStaging* staging() override { return this; }
-  void allreduce(const std::vector<const TensorEntry*>& group, int contributors) override;
+  void allreduce(const std::vector<const TensorEntry*>& group, int set_size) override;
   void broadcast(const TensorEntry& entry) override;
 
   std::vector<TensorView> stage_in(const std::vector<const TensorEntry*>& group) override;

@@ -296,23 +296,54 @@ TEST(Allreduce, BlockingAndDefaultAverage) {
   for (auto v : in) EXPECT_EQ(v, hvd::rank() + 1);
 }
 
-// Integer Average rounds toward zero, including negative sums.
-TEST(Allreduce, IntegerAverageRoundsTowardZero) {
+// Integer Average is Horovod's: the sum times 1 / size in double, truncated
+// toward zero (negative sums too).
+TEST(Allreduce, IntegerAverageTruncatesTheScaledSum) {
   const int size = hvd::size();
   const int rank = hvd::rank();
-  // Element 0: sum = -(2*size - 1)... element values chosen per rank.
   std::vector<std::int32_t> t = {rank == 0 ? -1 : -2, rank == 0 ? 1 : 2, rank == 0 ? -7 : 0,
                                  rank == 0 ? 7 : 0};
   hvd::allreduce(hvd::view(t), "ar.int.avg.trunc", ReduceOp::kAverage);
   const std::int32_t s0 = -1 - 2 * (size - 1), s1 = 1 + 2 * (size - 1);
-  EXPECT_EQ(t[0], s0 / size);
-  EXPECT_EQ(t[1], s1 / size);
-  EXPECT_EQ(t[2], -7 / size);
-  EXPECT_EQ(t[3], 7 / size);
+  const double inverse = 1.0 / size;
+  EXPECT_EQ(t[0], static_cast<std::int32_t>(s0 * inverse));
+  EXPECT_EQ(t[1], static_cast<std::int32_t>(s1 * inverse));
+  EXPECT_EQ(t[2], static_cast<std::int32_t>(-7 * inverse));
+  EXPECT_EQ(t[3], static_cast<std::int32_t>(7 * inverse));
 }
 
-// Floating Average rounds once to the dtype: (1 + 2 + ... ) / size.
-TEST(Allreduce, FloatAverageRoundsOnce) {
+// Integer scale factors as Horovod applies them: each rank's tensor scaled in
+// double and truncated before the sum, the sum after it (Average: by
+// postscale / size), for allreduce and reducescatter.
+TEST(Allreduce, IntegerScaleFactorsApplyOnEachRankThenToTheSum) {
+  const int size = hvd::size();
+  const auto value = [](int r, int i) { return static_cast<std::int32_t>(3 * i - 5 + r); };
+  const int n = 4 * size;
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
+    const std::string tag = std::string("ar.int.scaled.") + hvd::reduce_op_name(op);
+    std::vector<std::int32_t> t(n), expected(n);
+    for (int i = 0; i < n; ++i) {
+      t[i] = value(hvd::rank(), i);
+      std::int32_t sum = 0;
+      for (int r = 0; r < size; ++r) sum += static_cast<std::int32_t>(value(r, i) * 0.7);
+      expected[i] = static_cast<std::int32_t>(sum * (op == ReduceOp::kAverage ? 1.5 / size : 1.5));
+    }
+    std::vector<std::int32_t> u = t;  // the allreduce below overwrites t
+    Work rs = hvd::reducescatter_async(hvd::view(u), tag + ".rs", op, 0.7, 1.5);
+    hvd::allreduce(hvd::view(t), tag, op, 0.7, 1.5);
+    EXPECT_EQ(t, expected) << tag;
+    if (wait_ok(rs, tag + ".rs")) {
+      const std::int32_t* got = rs.output().data_as<std::int32_t>();
+      const int mine = n / size, first = hvd::rank() * mine;
+      for (int i = 0; i < mine; ++i) EXPECT_EQ(got[i], expected[first + i]) << tag << " " << i;
+    }
+  }
+}
+
+// Floating Average is Horovod's: the sum, rounded to the dtype, times
+// 1 / size (in float32 for float32 and the 16-bit types, see
+// horovod_scaled).
+TEST(Allreduce, FloatAverageScalesTheRoundedSum) {
   const int size = hvd::size();
   const int rank = hvd::rank();
   std::vector<float> f32 = {static_cast<float>(rank + 1), 1.0f / 1024};
@@ -332,21 +363,25 @@ TEST(Allreduce, FloatAverageRoundsOnce) {
   Work w4 = hvd::allreduce_async(hvd::view(bf16), "ar.avg.bf16");
   const double tri = size * (size + 1) / 2.0;
   if (wait_ok(w1, "ar.avg.f32")) {
-    EXPECT_EQ(f32[0], static_cast<float>(tri / size));
-    EXPECT_EQ(f32[1], static_cast<float>((size / 1024.0) / size));
+    EXPECT_EQ(f32[0], horovod_scaled<float>(tri, 1.0 / size));
+    EXPECT_EQ(f32[1], horovod_scaled<float>(size / 1024.0, 1.0 / size));
   }
   if (wait_ok(w2, "ar.avg.f64")) {
-    EXPECT_EQ(f64[0], tri / size);
+    EXPECT_EQ(f64[0], tri * (1.0 / size));
     EXPECT_NEAR(f64[1], 0.1, 1e-15);  // summation order is the library's: compare loosely
   }
   const double ulp16 = std::ldexp(1.0, -10), ulpbf = std::ldexp(1.0, -7);
   if (wait_ok(w3, "ar.avg.f16")) {
-    EXPECT_EQ(static_cast<float>(f16[0]), round_to<hvd::float16_t>(tri / size));
-    EXPECT_EQ(static_cast<float>(f16[1]), round_to<hvd::float16_t>((size + ulp16) / size));
+    using F16 = hvd::float16_t;
+    EXPECT_EQ(static_cast<float>(f16[0]), horovod_scaled<F16>(tri, 1.0 / size));
+    EXPECT_EQ(static_cast<float>(f16[1]),
+              horovod_scaled<F16>(round_to<F16>(size + ulp16), 1.0 / size));
   }
   if (wait_ok(w4, "ar.avg.bf16")) {
-    EXPECT_EQ(static_cast<float>(bf16[0]), round_to<hvd::bfloat16_t>(tri / size));
-    EXPECT_EQ(static_cast<float>(bf16[1]), round_to<hvd::bfloat16_t>((size + ulpbf) / size));
+    using BF16 = hvd::bfloat16_t;
+    EXPECT_EQ(static_cast<float>(bf16[0]), horovod_scaled<BF16>(tri, 1.0 / size));
+    EXPECT_EQ(static_cast<float>(bf16[1]),
+              horovod_scaled<BF16>(round_to<BF16>(size + ulpbf), 1.0 / size));
   }
 }
 

@@ -357,13 +357,34 @@ class Buffer {
 
 // ---- Reference reductions ---------------------------------------------------
 
-// The expected allreduce result of element i: every rank r contributed
-// input_value(p, salt, r, i); output = postscale * reduce(prescale * input)
-// with the documented per-dtype semantics (types.h). Integer and bool
-// tensors are only tested with factors 1.
+// v (a value of T) scaled as Horovod's ScaleBuffer does: in double for
+// double and the integers (truncated), in float32 with the factor rounded
+// to float32 for the other floating types (the product of two float32
+// values is exact in double), rounded once to T. A factor of 1 is skipped.
+template <typename T>
+double horovod_scaled(double v, double factor) {
+  if (factor == 1.0) return v;
+  if constexpr (std::is_same_v<T, double>) {
+    return v * factor;
+  } else if constexpr (is_int_v<T>) {
+    return std::trunc(v * factor);
+  } else {
+    const float product = static_cast<float>(v * static_cast<float>(factor));
+    return round_to<T>(product);
+  }
+}
+
+// The expected allreduce result of element i: every rank r < size
+// contributed input_value(p, salt, r, i); output = postscale *
+// reduce(prescale * input) with the documented per-dtype semantics
+// (types.h): Average is the sum scaled by postscale / average_over
+// (default: size), scalings as horovod_scaled. Integer and bool tensors
+// are only tested with factors 1.
 template <typename T>
 Store<T> reference_allreduce(ReduceOp op, Pattern p, std::uint64_t salt, int size, std::int64_t i,
-                             double prescale, double postscale) {
+                             double prescale, double postscale, int average_over = 0) {
+  const double post =
+      op == ReduceOp::kAverage ? postscale / (average_over ? average_over : size) : postscale;
   if constexpr (is_bool_v<T>) {
     const bool use_or = (op == ReduceOp::kSum || op == ReduceOp::kMax);
     bool acc = !use_or;
@@ -397,8 +418,10 @@ Store<T> reference_allreduce(ReduceOp op, Pattern p, std::uint64_t salt, int siz
       case ReduceOp::kMin:
       case ReduceOp::kMax: return best;
       case ReduceOp::kAverage:
-        // Rounded toward zero (C++ integer division truncates).
-        return static_cast<T>(static_cast<std::int64_t>(wrapped) / size);
+        // The sum times 1 / size in double, truncated; skipped for one rank
+        // (so int64 stays exact).
+        if (post == 1.0) return wrapped;
+        return static_cast<T>(horovod_scaled<T>(static_cast<double>(wrapped), post));
       default: return wrapped;
     }
   } else {  // floating: every intermediate below is exact in double
@@ -417,10 +440,8 @@ Store<T> reference_allreduce(ReduceOp op, Pattern p, std::uint64_t salt, int siz
         acc += v;
       }
     }
-    // Average: sum / size * postscale computed in double, rounded once.
-    if (op == ReduceOp::kAverage) acc = acc / size;
-    acc = acc * postscale;
-    return from_double<T>(round_to<T>(acc));
+    // The reduction is exact in T here; then Average and postscale.
+    return from_double<T>(horovod_scaled<T>(round_to<T>(acc), post));
   }
 }
 
@@ -466,14 +487,16 @@ class MismatchReport {
 // the reduced tensor (a reducescatter share starts past the others').
 inline Buffer reference_buffer(DataType dtype, const std::vector<std::int64_t>& shape, ReduceOp op,
                                Pattern p, std::uint64_t salt, int size, double prescale,
-                               double postscale, std::int64_t first_element = 0) {
+                               double postscale, std::int64_t first_element = 0,
+                               int average_over = 0) {
   Buffer expected(dtype, shape);
   const std::int64_t n = expected.num_elements();
   hvd::visit_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
     Store<T>* want = expected.as<Store<T>>();
     for (std::int64_t i = 0; i < n; ++i) {
-      want[i] = reference_allreduce<T>(op, p, salt, size, first_element + i, prescale, postscale);
+      want[i] = reference_allreduce<T>(op, p, salt, size, first_element + i, prescale, postscale,
+                                       average_over);
     }
   });
   return expected;
@@ -518,10 +541,12 @@ inline bool check_values(const Buffer& out, const Buffer& expected, const std::s
 
 // Checks an allreduce output against reference_allreduce.
 inline bool check_allreduce(const Buffer& out, ReduceOp op, Pattern p, std::uint64_t salt, int size,
-                            double prescale, double postscale, const std::string& what) {
-  return check_values(
-      out, reference_buffer(out.dtype(), out.shape(), op, p, salt, size, prescale, postscale),
-      what);
+                            double prescale, double postscale, const std::string& what,
+                            int average_over = 0) {
+  return check_values(out,
+                      reference_buffer(out.dtype(), out.shape(), op, p, salt, size, prescale,
+                                       postscale, 0, average_over),
+                      what);
 }
 
 // Checks that `buf` holds exactly `expected`'s bytes (same dtype), element-wise.

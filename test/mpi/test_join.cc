@@ -1,5 +1,6 @@
-// join(): ranks with fewer batches join early; the others' allreduces go on
-// with zeros from the joined ranks and Average over the ranks that submitted.
+// join(): ranks with fewer batches join early; the others' allreduces (any
+// op) go on with zeros from the joined ranks, and Average divides by every
+// rank, as in Horovod.
 //
 //   JoinTest           any number of ranks
 //   MultiRankJoinTest  needs >= 2 ranks (excluded on 1 rank)
@@ -23,7 +24,7 @@ int world() { return hvd::size(); }
 // have joined).
 int batches_of(int rank) { return 2 + rank; }
 
-TEST(JoinTest, UnevenBatchesAverageOverTheRanksStillTraining) {
+TEST(JoinTest, UnevenBatchesAverageOverEveryRank) {
   for (int step = 0; step < batches_of(my_rank()); ++step) {
     // The same names every step: the steady state serves them from the
     // response cache until ranks join, then rank 0 negotiates them.
@@ -41,7 +42,7 @@ TEST(JoinTest, UnevenBatchesAverageOverTheRanksStillTraining) {
       }
     }
     for (float g : grad) {
-      EXPECT_FLOAT_EQ(g, static_cast<float>(value_sum) / active) << "step " << step;
+      EXPECT_FLOAT_EQ(g, static_cast<float>(value_sum) / world()) << "step " << step;
     }
     EXPECT_EQ(count[0], active) << "step " << step;
     EXPECT_EQ(count[1], rank_sum) << "step " << step;
@@ -81,11 +82,11 @@ TEST(JoinTest, FusedAllreducesWithJoinedRanks) {
     works.push_back(hvd::allreduce_async(hvd::view(grads[i]), "join.fused." + std::to_string(i)));
   }
   for (auto& w : works) w.wait(kPatience());
-  double mean_rank = 0;
-  for (int r = 1; r < world(); ++r) mean_rank += r;
-  mean_rank /= (world() - 1);
+  // Rank 0 adds zeros; Average divides by every rank.
   for (int i = 0; i < 4; ++i) {
-    for (double g : grads[i]) EXPECT_DOUBLE_EQ(g, 10.0 * mean_rank + i) << "tensor " << i;
+    double sum = 0;
+    for (int r = 1; r < world(); ++r) sum += 10.0 * r + i;
+    for (double g : grads[i]) EXPECT_DOUBLE_EQ(g, sum / world()) << "tensor " << i;
   }
   // Rank 1 joins last: it repeats a Sum until only its own value is in it,
   // i.e. every other rank has joined.
@@ -103,9 +104,10 @@ TEST(JoinTest, FusedAllreducesWithJoinedRanks) {
   EXPECT_EQ(hvd::join(), 1);
 }
 
-TEST(MultiRankJoinTest, EveryDtypeSumsAndAveragesOverTheRanksStillTraining) {
+TEST(MultiRankJoinTest, EveryDtypeSumsAndAveragesWithZerosFromTheJoinedRank) {
   // The last rank joins at once; ranks 0..size-2 reduce every dtype. Their
-  // inputs are those of a job of size-1 ranks, so that job's reference holds.
+  // inputs are those of a job of size-1 ranks, so that job's sums hold;
+  // Average divides them by every rank, the joined one included.
   if (my_rank() == world() - 1) {
     EXPECT_EQ(hvd::join(), 0);
     return;
@@ -122,7 +124,7 @@ TEST(MultiRankJoinTest, EveryDtypeSumsAndAveragesOverTheRanksStillTraining) {
       buffer.fill(p, salt, my_rank());
       auto error = error_of([&] { return hvd::allreduce_async(buffer.view(), name, op); });
       ASSERT_FALSE(error) << name << ": " << error_message(error);
-      check_allreduce(buffer, op, p, salt, training, 1.0, 1.0, name);
+      check_allreduce(buffer, op, p, salt, training, 1.0, 1.0, name, world());
     }
   }
   if (my_rank() != 0) {
@@ -137,15 +139,21 @@ TEST(MultiRankJoinTest, EveryDtypeSumsAndAveragesOverTheRanksStillTraining) {
   EXPECT_EQ(hvd::join(), 0);
 }
 
-TEST(MultiRankJoinTest, CollectivesThatCannotTakeZerosFailOnTheRanksStillTraining) {
+TEST(MultiRankJoinTest, AllreducesTakeZerosOtherCollectivesFail) {
   if (my_rank() == world() - 1) {
     EXPECT_EQ(hvd::join(), 0);
     return;
   }
-  std::vector<float> t = {1, 2};
-  auto max_error = error_of([&] { return hvd::allreduce_async(hvd::view(t), "join.max", ReduceOp::kMax); });
-  expect_error<hvd::InvalidArgument>(max_error, {"join.max", "joined", "Max"}, {world() - 1},
-                                     "allreduce Max after a rank joined");
+  // Min, Max and Product see the joined rank's zeros, as in Horovod.
+  std::vector<float> t = {-1, 2};
+  for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+    std::vector<float> r = t;
+    hvd::allreduce(hvd::view(r), std::string("join.") + hvd::reduce_op_name(op), op);
+    const std::vector<float> expected = op == ReduceOp::kMin   ? std::vector<float>{-1, 0}
+                                        : op == ReduceOp::kMax ? std::vector<float>{0, 2}
+                                                               : std::vector<float>{0, 0};
+    EXPECT_EQ(r, expected) << hvd::reduce_op_name(op);
+  }
   auto gather_error = error_of([&] { return hvd::allgather_async(hvd::view(t), "join.gather"); });
   expect_error<hvd::InvalidArgument>(gather_error, {"join.gather", "allgather", "joined"},
                                      {world() - 1}, "allgather after a rank joined");

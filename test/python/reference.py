@@ -26,16 +26,28 @@ def rank_tensor(r, shape, dtype=torch.float64, seed=0):
     return (torch.rand(shape, generator=g, dtype=torch.float64) * 4 - 2).to(dtype)
 
 
+def scaled_like_horovod(tensor, factor):
+    """tensor * factor as Horovod's ScaleBuffer computes it on the CPU:
+    integers in float64, truncated toward zero; float16 (and bfloat16) in
+    float32, the factor rounded to float32; float64 in float64."""
+    if not tensor.dtype.is_floating_point:
+        return (tensor.double() * factor).trunc().to(tensor.dtype)
+    if tensor.dtype == torch.float64:
+        return tensor * factor
+    return (tensor.float() * torch.tensor(factor, dtype=torch.float32)).to(tensor.dtype)
+
+
 def reduce_reference(tensors, op, dtype):
     """`op` over the ranks' `tensors` as the core reduces them (integer
-    Average truncates; bool Sum/Max are OR, Min/Product AND)."""
+    Average: the sum times 1 / size in float64, truncated, as Horovod;
+    bool Sum/Max are OR, Min/Product AND)."""
     stacked = torch.stack(tensors)
     if dtype == torch.bool:
         return stacked.any(0) if op in (hvd.Sum, hvd.Max) else stacked.all(0)
     if not dtype.is_floating_point:
         wide = stacked.long()
         result = {hvd.Sum: lambda: wide.sum(0),
-                  hvd.Average: lambda: torch.div(wide.sum(0), len(tensors), rounding_mode="trunc"),
+                  hvd.Average: lambda: scaled_like_horovod(wide.sum(0), 1.0 / len(tensors)),
                   hvd.Min: lambda: wide.amin(0), hvd.Max: lambda: wide.amax(0),
                   hvd.Product: lambda: wide.prod(0)}[op]()
         return result.to(dtype)
@@ -68,15 +80,17 @@ def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-def check_gradient(make_input, distributed, reference, count=1, members=None):
+def check_gradient(make_input, distributed, reference, grads, count=1, members=None):
     """Checks outputs and input gradients of a differentiable collective.
 
     make_input(r, i): input i of rank r (float64); distributed(inputs) runs
     the collective here; reference(inputs_of_every_rank) returns every
-    rank's outputs computed locally. The objective is the sum over ranks of
-    <weights_r, outputs_r>; the gradient of this rank's inputs must match.
-    members: the global ranks taking part (a process set's ranks), in set
-    order; default every rank.
+    rank's outputs computed locally. Each rank r back-propagates weights_r
+    (a gradient for each of its outputs); grads(weights_of_every_rank)
+    returns this rank's expected input gradients: Horovod's backward
+    formulas (horovod/torch/mpi_ops.py) are the spec. members: the global
+    ranks taking part (a process set's ranks), in set order; default every
+    rank.
     """
     members = list(range(hvd.size())) if members is None else list(members)
     me = hvd.rank()
@@ -88,18 +102,14 @@ def check_gradient(make_input, distributed, reference, count=1, members=None):
     outputs = _as_list(distributed(inputs))
     sum((o * w).sum() for o, w in zip(outputs, weights(me, outputs))).backward()
 
-    all_inputs = [[make_input(r, i).requires_grad_() for i in range(count)] for r in members]
-    all_outputs = [_as_list(o) for o in reference(all_inputs)]
-    sum((o * w).sum() for r, outs in zip(members, all_outputs)
-        for o, w in zip(outs, weights(r, outs))).backward()
-
+    all_outputs = [_as_list(o) for o in reference([[make_input(r, i) for i in range(count)]
+                                                   for r in members])]
     mine = members.index(me)
     for got, want in zip(outputs, all_outputs[mine]):
-        torch.testing.assert_close(got.detach(), want.detach())
-    for got, want in zip(inputs, all_inputs[mine]):
-        # An input no output depends on gets no gradient locally: zero.
-        expected = want.grad if want.grad is not None else torch.zeros_like(want)
-        torch.testing.assert_close(got.grad, expected)
+        torch.testing.assert_close(got.detach(), want)
+    expected = grads([weights(r, outs) for r, outs in zip(members, all_outputs)])
+    for got, want in zip(inputs, _as_list(expected)):
+        torch.testing.assert_close(got.grad, want)
 
 
 def make_model():
@@ -155,11 +165,12 @@ def check_sync_batch_norm(device="cpu"):
 
 def check_join_with_uneven_batches(device="cpu"):
     """DistributedOptimizer on a model on `device` where rank r trains on
-    2 + r batches, then joins. While some ranks have joined, the others'
-    gradients are averaged over the ranks still training, so the last
+    2 + r batches, then joins. While some ranks have joined, they add zero
+    gradients and Average divides by every rank (as Horovod), so the last
     rank's model is the one a single process gets by training, at each
-    step, on the batches of the ranks still training. Its parameters are
-    then broadcast to every rank."""
+    step, on the batches of the ranks still training with the loss scaled
+    by their share of the ranks. Its parameters are then broadcast to every
+    rank."""
     # GPU kernels round differently from the CPU reference.
     tolerance = dict(atol=1e-5, rtol=1e-5) if torch.device(device).type == "cpu" else dict(
         atol=1e-4, rtol=1e-4)
@@ -180,8 +191,9 @@ def check_join_with_uneven_batches(device="cpu"):
 
     for step in range(max(steps)):
         local.zero_grad()
-        x, y = batch_of([r for r in range(n) if step < steps[r]], step)
-        loss_fn(reference(x), y).backward()
+        training = [r for r in range(n) if step < steps[r]]
+        x, y = batch_of(training, step)
+        (loss_fn(reference(x), y) * len(training) / n).backward()
         local.step()
     if me == last:
         for (name, p), q in zip(model.named_parameters(), reference.parameters()):

@@ -101,15 +101,17 @@ def test_integer_tensors_are_rejected():
         hvd.allreduce(torch.ones(4, dtype=torch.int32), op=hvd.Adasum, name="adasum.int")
 
 
-def test_not_differentiable():
+def test_backward_is_horovods():
+    """As in Horovod, backward reduces the incoming gradient with the same op
+    (Adasum of the gradients; not the gradient of Adasum)."""
     x = adasum_input(hvd.rank(), [4], torch.float64, 0).requires_grad_()
     if not power_of_two(hvd.size()):
         with pytest.raises(hvd.InvalidArgumentError, match="power-of-two"):
             hvd.allreduce(x, op=hvd.Adasum, name="adasum.grad")
         return
     y = hvd.allreduce(x, op=hvd.Adasum, name="adasum.grad")
-    with pytest.raises(NotImplementedError, match="Adasum"):
-        y.sum().backward()
+    (y * adasum_input(hvd.rank(), [4], torch.float64, 3)).sum().backward()
+    assert_adasum(x.grad, expected([4], torch.float64, 3), torch.float64)
 
 
 def simulate(ranks, steps, make_optimizer, passes=1):

@@ -156,19 +156,20 @@ def test_sync_batch_norm_on_cuda():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
-def test_join_allreduces_over_the_ranks_still_submitting(dtype):
-    # Rank r has r + 1 steps: at step s the ranks r >= s submit; Average
-    # divides by them, the joined ranks add zeros.
+def test_join_allreduces_with_zeros_from_the_joined_ranks(dtype):
+    # Rank r has r + 1 steps: at step s the ranks r >= s submit, the joined
+    # ranks add zeros and Average divides by every rank (as Horovod).
     n, me = hvd.size(), hvd.rank()
     for step in range(me + 1):
-        active = [rank_tensor(r, [4, 3], dtype, seed=step) for r in range(n) if r >= step]
-        tensor = on_gpu(rank_tensor(me, [4, 3], dtype, seed=step))
+        values = [rank_tensor(r, [4, 3], dtype, seed=step) if r >= step
+                  else torch.zeros(4, 3, dtype=dtype) for r in range(n)]
+        tensor = on_gpu(values[me])
         tag = "cuda.join.{}.{}".format(dtype, step)
         average = hvd.allreduce(tensor, name=tag + ".avg")
         summed = hvd.allreduce(tensor, name=tag + ".sum", op=hvd.Sum)
         assert average.device == tensor.device
-        assert_equal(average.cpu(), reduce_reference(active, hvd.Average, dtype), dtype)
-        assert_equal(summed.cpu(), reduce_reference(active, hvd.Sum, dtype), dtype)
+        assert_equal(average.cpu(), reduce_reference(values, hvd.Average, dtype), dtype)
+        assert_equal(summed.cpu(), reduce_reference(values, hvd.Sum, dtype), dtype)
     assert hvd.join(device=device().index) == n - 1
 
 

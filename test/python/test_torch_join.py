@@ -1,7 +1,8 @@
-"""hvd.join() for uneven numbers of batches: the return value (the last
-rank to join), allreduces averaged over the ranks still submitting, other
-collectives refused after a rank joined, and a DistributedOptimizer training
-loop where ranks have different numbers of batches."""
+"""hvd.join() for uneven numbers of batches, as in Horovod: the return
+value (the last rank to join), allreduces of every op with zeros from the
+joined ranks (Average divides by every rank), other collectives refused
+after a rank joined, and a DistributedOptimizer training loop where ranks
+have different numbers of batches."""
 import pytest
 import torch
 
@@ -20,18 +21,21 @@ def test_join_returns_the_last_rank():
     assert hvd.join(device=-1) in range(hvd.size())  # everyone at once: any of them
 
 
-def test_allreduce_averages_over_the_ranks_still_submitting():
-    # Rank r has r + 1 steps: at step s the ranks r >= s submit.
+@pytest.mark.parametrize("op", [hvd.Average, hvd.Sum, hvd.Min, hvd.Max, hvd.Product], ids=str)
+def test_joined_ranks_contribute_zeros(op):
+    # Rank r has r + 1 steps: at step s the ranks r >= s submit, the others
+    # have joined and add zeros (so Average is over every rank, and Min, Max
+    # and Product see a 0), as Horovod computes it.
     n, me = hvd.size(), hvd.rank()
     for step in range(me + 1):
-        active = [r for r in range(n) if r >= step]
-        average = hvd.allreduce(rank_tensor(me, [4], seed=step), name="join.avg.{}".format(step))
-        torch.testing.assert_close(
-            average, sum(rank_tensor(r, [4], seed=step) for r in active) / len(active))
-        total = hvd.allreduce(rank_tensor(me, [4], seed=step), name="join.sum.{}".format(step),
-                              op=hvd.Sum)
-        torch.testing.assert_close(total, sum(rank_tensor(r, [4], seed=step) for r in active))
-        hvd.barrier()  # barriers go on without the joined ranks too
+        values = [rank_tensor(r, [4], seed=step) if r >= step else torch.zeros(4)
+                  for r in range(n)]
+        result = hvd.allreduce(values[me], name="join.{}.{}".format(op, step), op=op)
+        expected = {hvd.Average: lambda: sum(values) / n, hvd.Sum: lambda: sum(values),
+                    hvd.Min: lambda: torch.stack(values).amin(0),
+                    hvd.Max: lambda: torch.stack(values).amax(0),
+                    hvd.Product: lambda: torch.stack(values).prod(0)}[op]()
+        torch.testing.assert_close(result, expected)
     assert hvd.join() == n - 1
 
 
@@ -43,7 +47,7 @@ def test_other_collectives_fail_after_a_rank_joined():
         with pytest.raises(hvd.InvalidArgumentError, match="joined"):
             hvd.allgather(torch.ones(2), name="join.gather")
         with pytest.raises(hvd.InvalidArgumentError, match="joined"):
-            hvd.allreduce(torch.ones(2), name="join.max", op=hvd.Max)
+            hvd.broadcast(torch.ones(2), root_rank=1, name="join.broadcast")
     hvd.join()
 
 

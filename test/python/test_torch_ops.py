@@ -7,8 +7,9 @@ import pytest
 import torch
 
 import horovodcpp.torch as hvd
+from horovodcpp import _core
 from reference import (DTYPES, OPS, assert_equal, every_rank, rank_tensor, reduce_reference,
-                       reducescatter_rows)
+                       reducescatter_rows, scaled_like_horovod)
 
 
 def test_topology():
@@ -23,6 +24,38 @@ def test_topology():
     assert hvd.cuda_built() or not hvd.nccl_built()  # NCCL only with CUDA
     assert hvd.global_process_set.size() == hvd.size()
     assert hvd.global_process_set.ranks == list(range(hvd.size()))
+
+
+def test_build_and_transport_queries_as_horovod():
+    # nccl_built() is NCCL_VERSION_CODE (user code compares it with numbers),
+    # the others are bools; mpi_threads_supported() needs MPI.
+    version = hvd.nccl_built()
+    assert type(version) is int
+    assert (version > 0) == ("nccl" in _core.built_gpu_operations())
+    assert version == 0 or version >= 2000  # major * 1000 (< 2.9) or * 10000 + minor * 100
+    for query in (hvd.mpi_built, hvd.gloo_built, hvd.cuda_built, hvd.rocm_built, hvd.ddl_built,
+                  hvd.ccl_built, hvd.mpi_enabled, hvd.gloo_enabled, hvd.is_homogeneous,
+                  hvd.is_initialized):
+        assert type(query()) is bool, query
+    if hvd.mpi_enabled():
+        assert hvd.mpi_threads_supported() is True  # init asks for MPI_THREAD_MULTIPLE
+    else:
+        with pytest.raises(ValueError, match="MPI is not enabled"):
+            hvd.mpi_threads_supported()
+
+
+def test_errors_user_code_catches():
+    # Horovod's import path for the error a failed collective raises, from
+    # synchronize() too (the handle is then gone).
+    from horovodcpp.common.exceptions import HorovodInternalError
+    assert HorovodInternalError is hvd.HorovodInternalError
+    me = hvd.size() - 1 == hvd.rank()
+    handle = hvd.allreduce_async(torch.zeros(2 + me), name="sync.bad_shape")
+    with pytest.raises(HorovodInternalError, match="shape"):
+        hvd.synchronize(handle)
+    assert hvd.synchronize(handle) is None
+    with pytest.raises(ValueError):
+        hvd.poll(handle)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -52,6 +85,32 @@ def test_allreduce_scale_factors_and_average_argument():
     torch.testing.assert_close(summed, sum(every_rank(lambda r: rank_tensor(r, [7]))))
     with pytest.raises(ValueError, match="supersedes"):
         hvd.allreduce(tensor, average=True, op=hvd.Sum)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8, torch.float16],
+                         ids=str)
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average], ids=str)
+def test_scale_factors_as_horovod(dtype, op):
+    # Horovod scales each rank's tensor before the sum and the sum after it
+    # (Average: by postscale / size), integers in float64 truncated back,
+    # float16 in float32: allreduce, reducescatter and their grouped forms.
+    n, me = hvd.size(), hvd.rank()
+    pre, post = (0.7, 1.5) if dtype != torch.uint8 else (1.5, 0.7)
+    make = lambda r: (rank_tensor(r, [2 * n, 3], torch.float64) * 8).round().to(dtype)  # noqa
+    if dtype == torch.uint8:
+        make = lambda r: rank_tensor(r, [2 * n, 3], dtype) * 9 + r  # noqa: E731
+    summed = sum(scaled_like_horovod(t, pre).float() for t in every_rank(make)).to(dtype)
+    expected = scaled_like_horovod(summed, post / n if op == hvd.Average else post)
+    rows = reducescatter_rows(2 * n, n)
+    share = expected[sum(rows[:me]):sum(rows[:me + 1])]
+    kwargs = dict(op=op, prescale_factor=pre, postscale_factor=post)
+    tag = "scaled.{}.{}".format(dtype, op)
+    assert torch.equal(hvd.allreduce(make(me), name=tag, **kwargs), expected)
+    for got in hvd.grouped_allreduce([make(me), make(me)], name=tag + ".g", **kwargs):
+        assert torch.equal(got, expected)
+    assert torch.equal(hvd.reducescatter(make(me), name=tag + ".rs", **kwargs), share)
+    for got in hvd.grouped_reducescatter([make(me)] * 2, name=tag + ".grs", **kwargs):
+        assert torch.equal(got, share)
 
 
 def test_allreduce_async_poll_synchronize():

@@ -192,39 +192,46 @@ def test_sets_at_init():
 
 
 def test_gradients_on_a_set(sets):
+    # Horovod's backward passes (see test_torch_autograd.py), over the set.
     mine, _ = sets
-    members, k = mine.ranks, mine.size()
+    members, k, j = mine.ranks, mine.size(), mine.rank()
+    stacked = lambda ws, i=0: torch.stack([w[i] for w in ws])  # noqa: E731
     check_gradient(lambda r, i: rank_tensor(r, [3]),
                    lambda xs: hvd.allreduce(xs[0], name="ps.g.avg", process_set=mine),
                    lambda all_xs: [torch.stack([xs[0] for xs in all_xs]).mean(0)] * k,
-                   members=members)
+                   lambda ws: [stacked(ws).mean(0)], members=members)
     for op in (hvd.Max, hvd.Product):
         reduce = torch.amax if op == hvd.Max else torch.prod
         check_gradient(lambda r, i: rank_tensor(r, [3]),
                        lambda xs: hvd.allreduce(xs[0], name="ps.g.{}".format(op), op=op,
                                                 process_set=mine),
                        lambda all_xs: [reduce(torch.stack([xs[0] for xs in all_xs]), 0)] * k,
-                       members=members)
+                       lambda ws: [reduce(stacked(ws), 0)], members=members)
+    offset = sum(r + 1 for r in members[:j])
     check_gradient(lambda r, i: rank_tensor(r, [r + 1, 2]),
                    lambda xs: hvd.allgather(xs[0], name="ps.g.ag", process_set=mine),
-                   lambda all_xs: [torch.cat([xs[0] for xs in all_xs])] * k, members=members)
+                   lambda all_xs: [torch.cat([xs[0] for xs in all_xs])] * k,
+                   lambda ws: [stacked(ws).mean(0)[offset:offset + hvd.rank() + 1]],
+                   members=members)
     root = members[-1]
     check_gradient(lambda r, i: rank_tensor(r, [4]),
                    lambda xs: hvd.broadcast(xs[0], root, name="ps.g.bc", process_set=mine),
-                   lambda all_xs: [all_xs[-1][0] * 1] * k, members=members)
+                   lambda all_xs: [all_xs[-1][0] * 1] * k,
+                   lambda ws: [stacked(ws).mean(0) * (hvd.rank() == root)], members=members)
     check_gradient(lambda r, i: rank_tensor(r, [2 * k, 2]),
                    lambda xs: hvd.alltoall(xs[0], name="ps.g.a2a", process_set=mine),
-                   lambda all_xs: [torch.cat([xs[0][2 * j:2 * j + 2] for xs in all_xs])
-                                   for j in range(k)], members=members)
+                   lambda all_xs: [torch.cat([xs[0][2 * m:2 * m + 2] for xs in all_xs])
+                                   for m in range(k)],
+                   lambda ws: [torch.cat([w[0][2 * j:2 * j + 2] for w in ws])], members=members)
     rows = 2 * k + 1
     counts = reducescatter_rows(rows, k)
 
     def scattered(all_xs):
         full = torch.stack([xs[0] for xs in all_xs]).mean(0)
-        return [full[sum(counts[:j]):sum(counts[:j + 1])] for j in range(k)]
+        return [full[sum(counts[:m]):sum(counts[:m + 1])] for m in range(k)]
     check_gradient(lambda r, i: rank_tensor(r, [rows, 2]),
                    lambda xs: hvd.reducescatter(xs[0], name="ps.g.rs", process_set=mine),
-                   scattered, members=members)
+                   scattered, lambda ws: [torch.cat([w[0] for w in ws])], members=members)
 
 
 def test_distributed_optimizer_on_a_set(sets):

@@ -118,23 +118,48 @@ def test_named_parameters_checks():
         hvd.DistributedOptimizer(sgd(model.parameters()), named[:1])
 
 
-@pytest.mark.parametrize("sparse_as_dense", [False, True])
-def test_sparse_gradients(sparse_as_dense):
-    def embedding(sparse):
-        torch.manual_seed(0)
-        return torch.nn.Embedding(10, 3, sparse=sparse)
+def embedding(sparse):
+    torch.manual_seed(0)
+    return torch.nn.Embedding(10, 3, sparse=sparse)
 
-    model, reference = embedding(True), embedding(False)
-    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.5),
-                                         model.named_parameters(),
+
+def embedding_ids(r):
+    return torch.tensor([r, r + 1, 7])  # 7 on every rank
+
+
+@pytest.mark.parametrize("sparse_as_dense", [False, True])
+@pytest.mark.parametrize("kind", ["SGD", "SparseAdam"])
+def test_sparse_gradients(sparse_as_dense, kind):
+    # Gradients stay sparse (SparseAdam refuses dense ones), averaged over
+    # the ranks as one process gets them from the mean loss.
+    make = {"SGD": lambda p: torch.optim.SGD(p, lr=0.5),
+            "SparseAdam": lambda p: torch.optim.SparseAdam(p, lr=0.5)}[kind]
+    model, reference = embedding(True), embedding(True)
+    optimizer = hvd.DistributedOptimizer(make(list(model.parameters())), model.named_parameters(),
                                          sparse_as_dense=sparse_as_dense)
-    local = torch.optim.SGD(reference.parameters(), lr=0.5)
-    ids = lambda r: torch.tensor([r, r + 1, 7])  # noqa: E731  (7 on every rank)
-    model(ids(hvd.rank())).pow(2).mean().backward()
-    optimizer.step()
-    sum(reference(ids(r)).pow(2).mean() for r in range(hvd.size())).div(hvd.size()).backward()
-    local.step()
+    local = make(list(reference.parameters()))
+    for _ in range(2):
+        optimizer.zero_grad()
+        model(embedding_ids(hvd.rank())).pow(2).mean().backward()
+        optimizer.step()
+        assert model.weight.grad.is_sparse
+        local.zero_grad()
+        sum(reference(embedding_ids(r)).pow(2).mean()
+            for r in range(hvd.size())).div(hvd.size()).backward()
+        local.step()
     torch.testing.assert_close(model.weight.detach(), reference.weight.detach())
+
+
+def test_sparse_allreduce_async():
+    # As in Horovod, the handle is a function returning the reduced tensor.
+    model = embedding(True)
+    model(embedding_ids(hvd.rank())).sum().backward()
+    handle = hvd.sparse_allreduce_async(model.weight.grad, "sparse.direct", hvd.Average)
+    result = handle()
+    assert result.is_sparse
+    expected = embedding(False)
+    sum(expected(embedding_ids(r)).sum() for r in range(hvd.size())).div(hvd.size()).backward()
+    torch.testing.assert_close(result.to_dense(), expected.weight.grad)
 
 
 def test_broadcast_parameters():
@@ -175,6 +200,48 @@ def test_broadcast_optimizer_state(kind):
     fresh = make(make_model().parameters(), 0.5)  # the root has no state: nobody keeps any
     hvd.broadcast_optimizer_state(hvd.DistributedOptimizer(fresh), root_rank=0)
     assert len(fresh.state) == 0
+
+
+def test_broadcast_optimizer_state_with_parameters_without_gradients():
+    # Only the root has trained, and only the first layer got gradients: the
+    # root has no state for the other parameters, so no rank keeps any for
+    # them; SparseAdam's state is created from sparse zero gradients.
+    model = make_model()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    if hvd.rank() == 0:
+        model[0](batch(0, 0)[0]).sum().backward()
+        optimizer.step()
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    assert [bool(optimizer.state.get(p)) for p in model.parameters()] == [True, True, False, False]
+    for p in list(model.parameters())[:2]:
+        gathered = hvd.allgather_object(optimizer.state[p]["exp_avg"].tolist())
+        assert all(g == gathered[0] for g in gathered)
+
+    sparse = embedding(True)
+    adam = torch.optim.SparseAdam(list(sparse.parameters()), lr=0.1)
+    if hvd.rank() == 0:
+        sparse(embedding_ids(0)).sum().backward()
+        adam.step()
+    hvd.broadcast_optimizer_state(adam, root_rank=0)
+    gathered = hvd.allgather_object(adam.state[sparse.weight]["exp_avg"].tolist())
+    assert all(g == gathered[0] for g in gathered)
+
+
+def test_distributed_optimizer_api_as_horovod():
+    model = make_model()
+    with pytest.raises(ValueError, match="backward_passes_per_step"):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                 backward_passes_per_step=0)
+    with pytest.raises(ValueError, match="groups"):
+        hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), groups=0)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=model.named_parameters())
+    optimizer.set_backward_passes_per_step(2)
+    assert optimizer.backward_passes_per_step == 2
+    for micro in range(2):  # two passes accumulate before the step
+        model(batch(0, hvd.rank(), micro)[0]).sum().backward()
+    optimizer.step()
+    optimizer.load_state_dict(optimizer.state_dict())
 
 
 def test_broadcast_and_allgather_object():

@@ -42,7 +42,7 @@ class FakeDevice : public DeviceOperations {
  public:
   const char* name() const override { return "fake-gpu"; }
   std::shared_ptr<void> record_ready(const TensorView&) override { return nullptr; }
-  void allreduce(const std::vector<const TensorEntry*>& group, int contributors) override {
+  void allreduce(const std::vector<const TensorEntry*>& group, int set_size) override {
     if (fail) throw BackendError("device refused");
     std::vector<std::string> names;
     for (const TensorEntry* e : group) {
@@ -54,7 +54,7 @@ class FakeDevice : public DeviceOperations {
       e->work->complete();
     }
     allreduces.push_back(names);
-    last_contributors = contributors;
+    last_set_size = set_size;
   }
   void broadcast(const TensorEntry& entry) override {
     broadcasts.push_back(entry.request.name);
@@ -62,7 +62,7 @@ class FakeDevice : public DeviceOperations {
   }
   std::vector<std::vector<std::string>> allreduces;
   std::vector<std::string> broadcasts;
-  int last_contributors = 0;
+  int last_set_size = 0;
   bool fail = false;
 };
 
@@ -172,7 +172,7 @@ TEST_F(DeviceRoutingTest, FusedCudaAllreducesReachTheDeviceAsOneGroup) {
   executor.execute_all(responses, queue_);
   ASSERT_EQ(device_.allreduces.size(), 1u);
   EXPECT_EQ(device_.allreduces[0], (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_EQ(device_.last_contributors, 2);
+  EXPECT_EQ(device_.last_set_size, 2);
   EXPECT_EQ(backend_.calls, 0);
   for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(error_of(i), "");
 }
@@ -271,7 +271,7 @@ TEST_F(DeviceRoutingTest, JoinedZerosFuseAsTheOtherRanksTensors) {
     CollectiveExecutor executor(backend, topology, nullptr, &device);
     executor.execute_all(cycle.responses, cycle.queue);
     cycle.expect_done();
-    EXPECT_EQ(device.last_contributors, 2);
+    EXPECT_EQ(device.last_set_size, 3);  // Average: over every rank, joined ones too
     return device.allreduces;
   };
   using Groups = std::vector<std::vector<std::string>>;
@@ -541,11 +541,11 @@ TEST_F(StagedRoutingTest, JoinedRankContributesHostZerosInTheSameLayout) {
     cycle.expect_done();
     if (rank == 0) {
       // Only rank 0 contributed (the backend added nothing): Average
-      // divides by the one contributor.
-      EXPECT_EQ(float(h1[0]), 2.0f);
-      EXPECT_EQ(float(h2[1]), 4.0f);
-      EXPECT_EQ(f[4], 1.0f);
-      EXPECT_EQ(float(b[1]), 3.0f);
+      // divides by both ranks, the joined one included (as Horovod).
+      EXPECT_EQ(float(h1[0]), 1.0f);
+      EXPECT_EQ(float(h2[1]), 2.0f);
+      EXPECT_EQ(f[4], 0.5f);
+      EXPECT_EQ(float(b[1]), 1.5f);
     }
     return staging.staged_groups;
   };

@@ -89,17 +89,14 @@ struct IntTraits {
       default: ADD_FAILURE(); return 0;
     }
   }
-  // Truncated integer division (C++ `/` on exact 128-bit values), then the
-  // factor in double, truncated, clamped to T's range.
+  // Horovod's ScaleBuffer: x * (factor / divisor) in double, truncated
+  // (clamped to T's range); a factor of exactly 1 leaves x as it is.
   static T scale(T x, double divisor, double factor) {
-    Int128 q = divisor == std::trunc(divisor)
-                   ? static_cast<Int128>(x) / static_cast<Int128>(divisor)
-                   : static_cast<Int128>(std::trunc(static_cast<double>(x) / divisor));
-    if (factor != 1.0) {
-      const double r = std::trunc(static_cast<double>(q) * factor);
-      if (std::isnan(r)) return 0;
-      q = static_cast<Int128>(std::max(-0x1p100, std::min(0x1p100, r)));
-    }
+    const double f = factor / divisor;
+    if (f == 1.0) return x;
+    const double r = std::trunc(static_cast<double>(x) * f);
+    if (std::isnan(r)) return 0;
+    const Int128 q = static_cast<Int128>(std::max(-0x1p100, std::min(0x1p100, r)));
     if (q < std::numeric_limits<T>::min()) return std::numeric_limits<T>::min();
     if (q > std::numeric_limits<T>::max()) return std::numeric_limits<T>::max();
     return static_cast<T>(q);
@@ -135,8 +132,20 @@ struct FloatTraits {
   static S reduce(ReduceOp op, S a, S b) {
     return Codec::encode(ref_float_op(op, Codec::decode(a), Codec::decode(b)));
   }
+  // Horovod's ScaleBuffer: x * (factor / divisor), in double for double, else
+  // in float32 with the factor rounded to float32 (the product of two
+  // float32 values is exact in double: casting it to float is the float32
+  // multiplication), then rounded to S.
   static S scale(S x, double divisor, double factor) {
-    return Codec::encode(Codec::decode(x) / divisor * factor);
+    const double f = factor / divisor;
+    if (f == 1.0) return x;
+    if constexpr (std::is_same_v<S, double>) {
+      return x * f;
+    } else {
+      const float product =
+          static_cast<float>(Codec::decode(x) * static_cast<double>(static_cast<float>(f)));
+      return Codec::encode(product);
+    }
   }
   static bool same(S expected, S actual) {
     if (std::isnan(Codec::decode(expected))) return std::isnan(Codec::decode(actual));
@@ -386,27 +395,37 @@ TEST(ReduceInto, HalfSumRoundsOncePerCall) {
   EXPECT_EQ(one.bits, 0x3f81);
 }
 
-TEST(ScaleInPlace, IntegersTruncateTowardZeroAndSaturate) {
+// As Horovod's ScaleBuffer: one factor (factor / divisor, e.g. postscale /
+// size for Average), applied in double and truncated.
+TEST(ScaleInPlace, IntegersMultiplyInDoubleTruncateAndSaturate) {
   std::vector<std::int32_t> v = {7, -7, 1, -1, -6, INT32_MIN};
   scale_in_place(DataType::kInt32, v.data(), v.size(), 2, 1);
   EXPECT_EQ(v, (std::vector<std::int32_t>{3, -3, 0, 0, -3, INT32_MIN / 2}));
-  v = {7, -7};  // 7 / 2 = 3, then 3 * 1.5 = 4.5 -> 4 (divide first, each truncated)
+  v = {7, -7};  // 7 * (1.5 / 2) = 5.25 -> 5 (not (7 / 2) * 1.5 = 4)
   scale_in_place(DataType::kInt32, v.data(), v.size(), 2, 1.5);
-  EXPECT_EQ(v, (std::vector<std::int32_t>{4, -4}));
+  EXPECT_EQ(v, (std::vector<std::int32_t>{5, -5}));
+  v = {49};  // 49 * (1.0 / 49) is 0.99999999999999989 in double: 0, as in Horovod
+  scale_in_place(DataType::kInt32, v.data(), v.size(), 49, 1);
+  EXPECT_EQ(v[0], 0);
   std::vector<std::int8_t> s = {-128, 100};
   scale_in_place(DataType::kInt8, s.data(), 1, -1, 1);
   scale_in_place(DataType::kInt8, s.data() + 1, 1, 0.5, 1);
   EXPECT_EQ(s, (std::vector<std::int8_t>{127, 127}));
-  // int64 beyond 2^53 divides exactly (a double would round).
+  // int64 goes through double too: 2^63 - 1 becomes 2^63 first.
   std::vector<std::int64_t> w = {INT64_MAX, INT64_MIN, INT64_MIN};
   scale_in_place(DataType::kInt64, w.data(), 2, 3, 1);
   scale_in_place(DataType::kInt64, w.data() + 2, 1, -1, 1);
-  EXPECT_EQ(w, (std::vector<std::int64_t>{INT64_MAX / 3, INT64_MIN / 3, INT64_MAX}));
+  EXPECT_EQ(w, (std::vector<std::int64_t>{3074457345618258432, -3074457345618258432, INT64_MAX}));
 }
 
-TEST(ScaleInPlace, HalfComputesInDoubleAndRoundsOnce) {
+// float16 scales in float32, the factor rounded to float32 (Horovod's CPU
+// ScaleBuffer): 0x3a03 * 7/3 gives 0x3f03 there, 0x3f04 in double.
+TEST(ScaleInPlace, HalfScalesInFloat32) {
   float16_t x;
-  x.bits = 0x3c00;  // 1/3 * 3 in float16 steps would give 0.99951
+  x.bits = 0x3a03;
+  scale_in_place(DataType::kFloat16, &x, 1, 3, 7);
+  EXPECT_EQ(x.bits, 0x3f03);
+  x.bits = 0x3c00;  // a factor of exactly 1 leaves the value alone
   scale_in_place(DataType::kFloat16, &x, 1, 3, 3);
   EXPECT_EQ(x.bits, 0x3c00);
   std::uint8_t flag = 1;
@@ -422,7 +441,7 @@ struct HalfFormat {
   std::uint16_t (*encode)(double);
   int mant_bits;
   std::uint16_t quiet_bit;
-  std::uint16_t one_plus_half_ulp_bits;  // what 1 + half an ulp + a little rounds to
+  std::uint16_t one_bits;
 };
 
 class WidenNarrowTest : public ::testing::TestWithParam<HalfFormat> {};
@@ -442,8 +461,9 @@ TEST_P(WidenNarrowTest, EveryPatternRoundTrips) {
     narrow_from_float32(wide.data(), f.dtype, back.data(), all.size(), scale, 1.0);
     for (std::size_t i = 0; i < all.size(); ++i) {
       const float value = f.decode(all[i]);
-      ASSERT_TRUE(same_float(static_cast<float>(value * scale), wide[i])) << i;
-      if (std::fabs(value) >= std::ldexp(1.0f, 127)) continue;  // value * 2 overflows float32
+      const float scaled = f.decode(f.encode(value * scale));  // rounded to the format
+      ASSERT_TRUE(same_float(scaled, wide[i])) << i;
+      if (std::isinf(scaled) && !std::isinf(value)) continue;  // value * 2 overflows the format
       if (std::isnan(value) && scale != 1.0) {  // arithmetic may change a NaN's payload
         ASSERT_TRUE(std::isnan(f.decode(back[i]))) << i;
         continue;
@@ -463,20 +483,27 @@ TEST_P(WidenNarrowTest, ScaledValuesMatchReference) {
   for (auto& s : src) s = static_cast<float>(random_magnitude(rng, -140, 130));
   widen_to_float32(f.dtype, half.data(), wide.data(), half.size(), 0.1);
   narrow_from_float32(src.data(), f.dtype, narrowed.data(), src.size(), 3, 0.7);
+  // x * factor in float32 (exact in double, then rounded to float), rounded
+  // to the format: Horovod's ScaleBuffer.
+  auto scaled = [&](double x, double factor) {
+    return f.encode(static_cast<float>(x * static_cast<double>(static_cast<float>(factor))));
+  };
   for (std::size_t i = 0; i < half.size(); ++i) {
-    ASSERT_TRUE(same_float(static_cast<float>(f.decode(half[i]) * 0.1), wide[i])) << i;
-    ASSERT_EQ(narrowed[i], f.encode(static_cast<double>(src[i]) / 3 * 0.7)) << src[i];
+    ASSERT_TRUE(same_float(f.decode(scaled(f.decode(half[i]), 0.1)), wide[i])) << i;
+    ASSERT_EQ(narrowed[i], scaled(f.decode(f.encode(src[i])), 0.7 / 3)) << src[i];
   }
 }
 
-// (1 + half an ulp) * (1 + 2^-30) is just above a tie: rounding the product
-// to float32 first would land on the tie and round down to 1.
-TEST_P(WidenNarrowTest, NarrowRoundsOnceFromDouble) {
+// The float32 result is rounded to the format before the scaling (as
+// Horovod scales the reduced buffer): 1 + half an ulp rounds to 1 (ties to
+// even), which times 1 + 2^-20 rounds to 1 again; scaled first, it would
+// round up.
+TEST_P(WidenNarrowTest, NarrowRoundsBeforeScaling) {
   const HalfFormat& f = GetParam();
   const float tie = 1.0f + std::ldexp(1.0f, -f.mant_bits - 1);
   std::uint16_t out = 0;
-  narrow_from_float32(&tie, f.dtype, &out, 1, 1.0, 1.0 + std::ldexp(1.0, -30));
-  EXPECT_EQ(out, f.one_plus_half_ulp_bits);
+  narrow_from_float32(&tie, f.dtype, &out, 1, 1.0, 1.0 + std::ldexp(1.0, -20));
+  EXPECT_EQ(out, f.one_bits);
 }
 
 TEST_P(WidenNarrowTest, RejectsBadArguments) {
@@ -488,15 +515,14 @@ TEST_P(WidenNarrowTest, RejectsBadArguments) {
   EXPECT_THROW(narrow_from_float32(&x, f.dtype, &h, 1, 0.0, 1.0), InvalidArgument);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Formats, WidenNarrowTest,
-    ::testing::Values(HalfFormat{DataType::kFloat16, half_bits_to_float, double_to_half_bits, 10,
-                                 0x0200, 0x3c01},
-                      HalfFormat{DataType::kBFloat16, bfloat16_bits_to_float,
-                                 double_to_bfloat16_bits, 7, 0x0040, 0x3f81}),
-    [](const ::testing::TestParamInfo<HalfFormat>& info) {
-      return std::string(dtype_name(info.param.dtype));
-    });
+INSTANTIATE_TEST_SUITE_P(Formats, WidenNarrowTest,
+                         ::testing::Values(HalfFormat{DataType::kFloat16, half_bits_to_float,
+                                                      double_to_half_bits, 10, 0x0200, 0x3c00},
+                                           HalfFormat{DataType::kBFloat16, bfloat16_bits_to_float,
+                                                      double_to_bfloat16_bits, 7, 0x0040, 0x3f80}),
+                         [](const ::testing::TestParamInfo<HalfFormat>& info) {
+                           return std::string(dtype_name(info.param.dtype));
+                         });
 
 }  // namespace
 }  // namespace hvd

@@ -55,7 +55,7 @@ void bind_basics(py::module_& m) {
       py::arg("process_set") = py::none(), no_gil);
   m.def("join", &hvd::join, no_gil,
         "Waits until every rank has joined; meanwhile this rank contributes zeros to the\n"
-        "others' Sum/Average allreduces. Returns the last rank to join.");
+        "others' allreduces. Returns the last rank to join.");
   m.def("start_timeline", &hvd::start_timeline, py::arg("path"), py::arg("mark_cycles") = false);
   m.def("stop_timeline", &hvd::stop_timeline, no_gil);
   m.def("built_transports", &hvd::built_transports,
@@ -63,6 +63,9 @@ void bind_basics(py::module_& m) {
   m.def("built_gpu_operations", &hvd::built_gpu_operations,
         "What HOROVODCPP_GPU_OPERATIONS may name: \"nccl\" if built, then the CPU\n"
         "transports CUDA tensors are staged through; empty without CUDA.");
+  m.def("nccl_version", &hvd::nccl_version, "NCCL_VERSION_CODE of this build's NCCL, 0 without.");
+  m.def("mpi_threads_supported", &hvd::mpi_threads_supported,
+        "Whether MPI provides MPI_THREAD_MULTIPLE (the job must run on MPI).");
   m.def("transport", &hvd::transport, "The transport this job runs on (\"mpi\", \"gloo\").");
   m.def("backend_name", &hvd::backend_name,
         "What the global set's collectives run on (\"mpi\", \"gloo\", \"shm\", \"shm+mpi\",\n"

@@ -52,8 +52,7 @@ std::shared_ptr<NcclCommunicator> HierarchicalAllreduce::communicator(int device
 }
 
 void HierarchicalAllreduce::allreduce(GpuEvents& events, int device,
-                                      const std::vector<const TensorEntry*>& group,
-                                      int contributors) {
+                                      const std::vector<const TensorEntry*>& group, int set_size) {
   HVD_CHECK(!broken_, RankFailure,
             "hierarchical allreduce: an earlier one failed; the ranks are no longer in step");
   // Unsupported dtype (int16/uint16): refused before anything is queued,
@@ -63,7 +62,7 @@ void HierarchicalAllreduce::allreduce(GpuEvents& events, int device,
   HVD_CHECK_EQ(device, device_, InvalidArgument,
                "CUDA tensors of one rank must all be on the same GPU (one GPU per rank)");
   try {
-    run(events, group, contributors);
+    run(events, group, set_size);
   } catch (...) {
     // Nobody must wait for this rank: its host peers' NCCL calls fail once
     // the communicator is aborted, its cross-host peers see the connections
@@ -76,14 +75,14 @@ void HierarchicalAllreduce::allreduce(GpuEvents& events, int device,
 }
 
 void HierarchicalAllreduce::run(GpuEvents& events, const std::vector<const TensorEntry*>& group,
-                                int contributors) {
+                                int set_size) {
   const Request& request = group.front()->request;
   const DataType dtype = request.dtype;
   const std::size_t element = dtype_size(dtype);
   const bool average = request.reduce_op == ReduceOp::kAverage;
   const ReduceOp op = average ? ReduceOp::kSum : request.reduce_op;
   const CopyScale prescale{1.0, request.prescale_factor};
-  const CopyScale postscale{average ? double(contributors) : 1.0, request.postscale_factor};
+  const CopyScale postscale{average ? double(set_size) : 1.0, request.postscale_factor};
   HVD_CUDA_CHECK(cudaSetDevice(device_));
   cudaStream_t stream = communicator_->stream();
 

@@ -48,16 +48,16 @@ class HierarchicalAllreduce {
   // Queues the group's allreduce (see above) on the host communicator's
   // stream, after each entry's ready event; the caller records completion
   // on stream() afterwards. Sum/Min/Max/Product (Average: Sum, then divided
-  // by `contributors`), prescale and postscale as the flat NCCL path.
+  // by `set_size`, joined ranks included), prescale and postscale as the flat NCCL path.
   // After a failure the ranks are out of step: the host communicator is
   // aborted and the cross transport closed so no peer waits for this rank,
   // and every later call throws RankFailure.
   void allreduce(GpuEvents& events, int device, const std::vector<const TensorEntry*>& group,
-                 int contributors);
+                 int set_size);
   cudaStream_t stream() const { return communicator_ ? communicator_->stream() : nullptr; }
 
  private:
-  void run(GpuEvents& events, const std::vector<const TensorEntry*>& group, int contributors);
+  void run(GpuEvents& events, const std::vector<const TensorEntry*>& group, int set_size);
 
   std::unique_ptr<Controller> host_;
   Transport cross_;

@@ -112,13 +112,13 @@ void NcclOperations::wait_ready(const std::vector<const TensorEntry*>& group) {
   }
 }
 
-void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int contributors) {
+void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int set_size) {
   const Request& request = group.front()->request;
   const DataType dtype = request.dtype;
   const bool average = request.reduce_op == ReduceOp::kAverage;
   const ReduceOp op = average ? ReduceOp::kSum : request.reduce_op;
   const CopyScale prescale{1.0, request.prescale_factor};
-  const CopyScale postscale{average ? double(contributors) : 1.0, request.postscale_factor};
+  const CopyScale postscale{average ? double(set_size) : 1.0, request.postscale_factor};
   if (hierarchical_) {
     const int device = device_for(group);
     // The communicator first, as in wait_ready.
@@ -129,7 +129,7 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
     HVD_CUDA_CHECK(cudaSetDevice(device_));
     if (communicator_) order_after(hierarchical_->stream(), communicator_->stream());
     TimelineSpan span(timeline_, "NCCL_HIERARCHICAL_ALLREDUCE", group);
-    hierarchical_->allreduce(events_, device_, group, contributors);
+    hierarchical_->allreduce(events_, device_, group, set_size);
     complete_when_done(events_, *poller_, device_, hierarchical_->stream(), group, std::move(span));
     return;
   }

@@ -39,7 +39,7 @@ class NcclOperations : public DeviceOperations {
 
   const char* name() const override { return "nccl"; }
   std::shared_ptr<void> record_ready(const TensorView& tensor) override;
-  void allreduce(const std::vector<const TensorEntry*>& group, int contributors) override;
+  void allreduce(const std::vector<const TensorEntry*>& group, int set_size) override;
   void broadcast(const TensorEntry& entry) override;
   void allgather(const TensorEntry& entry, const ResultPlan& plan) override;
   void alltoall(const TensorEntry& entry, const ResultPlan& plan) override;

@@ -48,9 +48,9 @@ class ShmBackend : public Backend {
              const ShmOptions& options = ShmOptions::from_environment());
 
   const char* name() const override { return active() ? "shm" : inner_->name(); }
-  // False: the core stages float16/bfloat16 Sum/Product through float32, so
-  // that Average and scale factors round once as documented. (Halves this
-  // backend gets directly are still accumulated in float32, rounded once.)
+  // False: the core stages float16/bfloat16 Sum/Product through float32.
+  // (Halves this backend gets directly are also accumulated in float32 and
+  // rounded once, so both paths give the same results.)
   BackendCapabilities capabilities() const override;
 
   void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;

@@ -53,6 +53,12 @@ std::vector<std::string> built_transports();
 // with NCCL, then the CPU transports CUDA tensors can be staged through;
 // empty without CUDA (CUDA tensors are refused). Callable before init().
 std::vector<std::string> built_gpu_operations();
+// NCCL_VERSION_CODE of the NCCL this build uses (e.g. 22807 for 2.28.7),
+// 0 without NCCL (Horovod's nccl_built()). Callable before init().
+int nccl_version();
+// Whether MPI provides MPI_THREAD_MULTIPLE (other code may then call MPI
+// too). InvalidArgument when the job does not run on MPI.
+bool mpi_threads_supported();
 // The transport this job runs on: HOROVODCPP_CPU_OPERATIONS (or
 // HOROVODCPP_CONTROLLER) as read at init(), else built_transports()[0].
 std::string transport();
@@ -177,11 +183,11 @@ std::vector<Tensor> grouped_reducescatter(const std::vector<TensorView>& inputs,
 void barrier(const ProcessSet& process_set = global_process_set());
 
 // For uneven numbers of batches: a rank that has run out calls join() and
-// waits there. Until every rank has joined, the others' allreduces (Sum or
-// Average) and barriers proceed without it: a joined rank contributes zeros
-// (for CUDA tensors on NCCL, on the GPU it used for CUDA tensors, else GPU
-// local_rank % visible GPUs; staged, from host memory) and Average divides
-// by the ranks that submitted the tensor. Other
+// waits there. Until every rank has joined, the others' allreduces (any op)
+// and barriers proceed without it: a joined rank contributes zeros (for
+// CUDA tensors on NCCL, on the GPU it used for CUDA tensors, else GPU
+// local_rank % visible GPUs; staged, from host memory), and Average divides
+// by the number of ranks, joined ones included, as Horovod does. Other
 // collectives submitted after a rank joined fail on every rank with an
 // InvalidArgument naming the joined ranks. Returns, on every rank, the last
 // rank to join; then a new round of joins may start.

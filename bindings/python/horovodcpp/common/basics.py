@@ -108,8 +108,18 @@ def gloo_enabled():
 
 
 def nccl_built():
-    """True when built with NCCL (CUDA tensors reduced on the GPU)."""
-    return "nccl" in _core.built_gpu_operations()
+    """The NCCL version this build uses (NCCL_VERSION_CODE, e.g. 22807 for
+    2.28.7; CUDA tensors are reduced on the GPU), 0 without NCCL."""
+    return _core.nccl_version()
+
+
+def mpi_threads_supported():
+    """True when MPI provides MPI_THREAD_MULTIPLE, so other code (mpi4py)
+    may call MPI too. ValueError when the job does not run on MPI, or
+    before init()."""
+    if not mpi_enabled():
+        raise ValueError("Horovod MPI is not enabled; Please make sure it's installed and enabled.")
+    return _core.mpi_threads_supported()
 
 
 def cuda_built():

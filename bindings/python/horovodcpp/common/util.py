@@ -27,7 +27,7 @@ def gradient_groups(op, gradient_predivide_factor, num_groups, groups, tensor_ty
         warnings.warn("Parameter `num_groups` has been replaced by `groups`.", DeprecationWarning)
         if groups is None:
             groups = num_groups
-    if groups is not None and not (isinstance(groups, list) or groups >= 0):
+    if groups is not None and not (isinstance(groups, list) or groups > 0):
         raise ValueError("groups should be a non-negative integer or a list of list of "
                          "{}.".format(tensor_type))
     return groups

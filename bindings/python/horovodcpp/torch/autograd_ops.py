@@ -2,55 +2,27 @@
 alltoall, reducescatter and their grouped forms, as torch.autograd
 Functions.
 
-Gradients are exact for the sum of every rank's loss (each rank runs
-backward on its own loss; DistributedOptimizer then averages parameter
-gradients, which makes them the gradients of the mean loss). So the
-backward of allgather sums the incoming gradients over ranks and keeps this
-rank's rows; of broadcast, sums them on the root (zero elsewhere); of
-reducescatter, gathers them; of Min/Max allreduce, routes them to the
-ranks holding the extreme (split between ties); of Product, multiplies by
-the other ranks' factors. Horovod instead averages in allgather and
-broadcast backward and scales reducescatter's by the number of ranks. On a
-process set, "ranks" are its members and backward runs on the same set.
-Adasum has no backward here (Horovod reduces the gradients with Adasum,
-which is not the gradient of Adasum): NotImplementedError.
+Their backward passes are Horovod's (horovod/torch/mpi_ops.py), so a script
+gets the gradients it got with Horovod: allreduce's is the allreduce of the
+incoming gradient with the same op and scale factors (Min, Max and Product
+too); allgather's is the Average allreduce of the incoming gradient, this
+rank's rows; broadcast's is the Average allreduce on the root, zero
+elsewhere; reducescatter's gathers the incoming gradients, multiplied by
+the number of ranks for Sum and by the scale factors; alltoall's sends the
+gradients back. On a process set, "ranks" are its members and backward runs
+on the same set.
+Adasum included: its backward is the Adasum of the incoming gradients, as
+in Horovod (not the gradient of Adasum).
 """
 import torch
 
 from horovodcpp import _core
-from horovodcpp.common.basics import Adasum, Average, Max, Min, Product, Sum
+from horovodcpp.common.basics import Average, Sum
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import resolve_op
 from horovodcpp.torch import mpi_ops
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.handles import synchronize
-
-
-def _sum_over_ranks(tensor, process_set):
-    return synchronize(mpi_ops.allreduce_async(tensor, op=Sum, process_set=process_set))
-
-
-def _allreduce_grad(tensor, grad, op, prescale, postscale, process_set):
-    """d/d tensor of the sum over ranks of <grad_r, allreduce(tensor)>."""
-    scale = prescale * postscale
-    if op == Adasum:
-        raise NotImplementedError("allreduce with op=Adasum is not differentiable")
-    if op in (Sum, Average):
-        return synchronize(mpi_ops.allreduce_async(grad, op=op, prescale_factor=prescale,
-                                                   postscale_factor=postscale,
-                                                   process_set=process_set))
-    scaled = tensor * prescale
-    if op in (Min, Max):
-        extreme = synchronize(mpi_ops.allreduce_async(scaled, op=op, process_set=process_set))
-        holds = (scaled == extreme).to(grad.dtype)
-        return (_sum_over_ranks(grad, process_set) * holds / _sum_over_ranks(holds, process_set)
-                * scale)
-    if op == Product:
-        factors = synchronize(mpi_ops.allgather_async(scaled.unsqueeze(0),
-                                                      process_set=process_set))
-        factors[process_set.rank()] = 1
-        return _sum_over_ranks(grad, process_set) * factors.prod(dim=0) * scale
-    raise ValueError("unknown reduction {}".format(op))
 
 
 def _compressed(compression, tensors, run):
@@ -59,33 +31,30 @@ def _compressed(compression, tensors, run):
     return [compression.decompress(t, c) for t, c in zip(run(*compressed), ctxs)]
 
 
-def _rows_of_every_rank(rows, process_set):
-    """Every rank's row counts for a list of this rank's row counts."""
-    counts = torch.tensor(rows, dtype=torch.int64).unsqueeze(0)
-    return synchronize(mpi_ops.allgather_async(counts, process_set=process_set))  # [size, rows]
+def _rows(shape):
+    return shape[0] if len(shape) else 1  # scalars are gathered as [1]
 
 
-def _own_rows(summed, counts, member, shape, process_set):
+def _own_rows(reduced, shapes, process_set):
+    """This rank's rows of each gathered gradient in `reduced` (one per
+    tensor of `shapes`): offsets from every rank's row counts."""
+    counts = torch.tensor([[_rows(s) for s in shapes]], dtype=torch.int64)
+    counts = synchronize(mpi_ops.allgather_async(counts, process_set=process_set))  # [size, n]
     me = process_set.rank()
-    offset = int(counts[:me, member].sum())
-    rows = int(counts[me, member])
-    return summed.narrow(0, offset, rows).reshape(shape)
+    return [g.narrow(0, int(counts[:me, i].sum()), _rows(s)).reshape(s)
+            for i, (g, s) in enumerate(zip(reduced, shapes))]
 
 
 class HorovodAllreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, process_set):
-        ctx.save_for_backward(tensor)
-        ctx.args = (op, prescale_factor, postscale_factor, process_set)
-        return synchronize(mpi_ops.allreduce_async(tensor, name=name, op=op,
-                                                   prescale_factor=prescale_factor,
-                                                   postscale_factor=postscale_factor,
-                                                   process_set=process_set))
+        ctx.args = dict(op=op, prescale_factor=prescale_factor,
+                        postscale_factor=postscale_factor, process_set=process_set)
+        return synchronize(mpi_ops.allreduce_async(tensor, name=name, **ctx.args))
 
     @staticmethod
     def backward(ctx, grad_output):
-        (tensor,) = ctx.saved_tensors
-        return (_allreduce_grad(tensor, grad_output, *ctx.args),) + (None,) * 5
+        return (allreduce(grad_output, **ctx.args),) + (None,) * 5
 
 
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
@@ -102,22 +71,13 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 class HorovodGroupedAllreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, op, prescale_factor, postscale_factor, process_set, *tensors):
-        ctx.save_for_backward(*tensors)
-        ctx.args = (op, prescale_factor, postscale_factor, process_set)
-        return tuple(synchronize(mpi_ops.grouped_allreduce_async(
-            tensors, name=name, op=op, prescale_factor=prescale_factor,
-            postscale_factor=postscale_factor, process_set=process_set)))
+        ctx.args = dict(op=op, prescale_factor=prescale_factor,
+                        postscale_factor=postscale_factor, process_set=process_set)
+        return tuple(synchronize(mpi_ops.grouped_allreduce_async(tensors, name=name, **ctx.args)))
 
     @staticmethod
     def backward(ctx, *grads):
-        op, prescale, postscale, process_set = ctx.args
-        if op in (Sum, Average):
-            result = synchronize(mpi_ops.grouped_allreduce_async(
-                grads, op=op, prescale_factor=prescale, postscale_factor=postscale,
-                process_set=process_set))
-        else:
-            result = [_allreduce_grad(t, g, *ctx.args) for t, g in zip(ctx.saved_tensors, grads)]
-        return (None,) * 5 + tuple(result)
+        return (None,) * 5 + tuple(grouped_allreduce(list(grads), **ctx.args))
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
@@ -140,9 +100,8 @@ class HorovodAllgather(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output):
         ps = ctx.process_set
-        rows = ctx.shape[0] if len(ctx.shape) else 1  # scalars are gathered as [1]
-        counts = _rows_of_every_rank([rows], ps)
-        return _own_rows(_sum_over_ranks(grad_output, ps), counts, 0, ctx.shape, ps), None, None
+        reduced = allreduce(grad_output, op=Average, process_set=ps)
+        return _own_rows([reduced], [ctx.shape], ps)[0], None, None
 
 
 def allgather(tensor, name=None, process_set=global_process_set):
@@ -162,10 +121,8 @@ class HorovodGroupedAllgather(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         ps = ctx.process_set
-        counts = _rows_of_every_rank([s[0] if len(s) else 1 for s in ctx.shapes], ps)
-        summed = synchronize(mpi_ops.grouped_allreduce_async(grads, op=Sum, process_set=ps))
-        return (None, None) + tuple(_own_rows(g, counts, i, s, ps)
-                                    for i, (g, s) in enumerate(zip(summed, ctx.shapes)))
+        reduced = grouped_allreduce(list(grads), op=Average, process_set=ps)
+        return (None, None) + tuple(_own_rows(reduced, ctx.shapes, ps))
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
@@ -185,10 +142,10 @@ class HorovodBroadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        summed = _sum_over_ranks(grad_output, ctx.process_set)
+        reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
         if _core.rank() != ctx.root_rank:
-            summed.zero_()
-        return summed, None, None, None
+            reduced = reduced * 0
+        return reduced, None, None, None
 
 
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
@@ -222,10 +179,12 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     return output if splits is None else (output, received_splits)
 
 
-def _reducescatter_grad(grads, op, prescale, postscale, process_set):
-    scale = prescale * postscale / (process_set.size() if op == Average else 1)
-    gathered = synchronize(mpi_ops.grouped_allgather_async(grads, process_set=process_set))
-    return [g * scale for g in gathered]
+def _reducescatter_grads(grads, op, prescale, postscale, process_set):
+    """The incoming gradients scaled as Horovod's reducescatter backward
+    scales them before gathering: by the set's size for Sum, then by the
+    scale factors (not divided by the size for Average)."""
+    scale = prescale * postscale * (process_set.size() if op == Sum else 1)
+    return [g * scale for g in grads]
 
 
 class HorovodReducescatter(torch.autograd.Function):
@@ -238,7 +197,8 @@ class HorovodReducescatter(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        return (_reducescatter_grad([grad_output], *ctx.args)[0],) + (None,) * 5
+        (grad,) = _reducescatter_grads([grad_output], *ctx.args)
+        return (allgather(grad, process_set=ctx.args[-1]),) + (None,) * 5
 
 
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
@@ -259,7 +219,8 @@ class HorovodGroupedReducescatter(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        return (None,) * 5 + tuple(_reducescatter_grad(list(grads), *ctx.args))
+        scaled = _reducescatter_grads(grads, *ctx.args)
+        return (None,) * 5 + tuple(grouped_allgather(scaled, process_set=ctx.args[-1]))
 
 
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,

@@ -56,39 +56,45 @@ def allgather_object(obj, name=None, process_set=global_process_set):
     return [pickle.loads(data[offsets[i]:offsets[i + 1]]) for i in range(len(lengths))]
 
 
-def _create_state(optimizer):
-    """Creates an optimizer's state (momentum buffers, ...) without changing
-    its parameters: one step on zero gradients, then the parameters are
-    restored."""
-    params = [p for group in optimizer.param_groups for p in group["params"]]
-    saved = [(p.detach().clone(), p.grad) for p in params]
+def _create_state(optimizer, params):
+    """Creates the optimizer's state (momentum buffers, ...) of `params`
+    without changing any parameter: one step on zero gradients for them
+    (sparse for SparseAdam; no gradient for the others), then every
+    parameter and gradient is restored."""
+    everything = [p for group in optimizer.param_groups for p in group["params"]]
+    saved = [(p.detach().clone(), p.grad) for p in everything]
+    sparse = isinstance(optimizer, torch.optim.SparseAdam)
+    for p in everything:
+        p.grad = None
     for p in params:
-        p.grad = torch.zeros_like(p) if p.requires_grad else None
+        p.grad = torch.zeros_like(p).to_sparse() if sparse else torch.zeros_like(p)
     if hasattr(optimizer, "skip_synchronize"):  # a DistributedOptimizer
         with optimizer.skip_synchronize():
             optimizer.step()
     else:
         optimizer.step()
     with torch.no_grad():
-        for p, (value, grad) in zip(params, saved):
+        for p, (value, grad) in zip(everything, saved):
             p.copy_(value)
             p.grad = grad
 
 
 def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
     """Makes every rank's optimizer state and hyperparameters root_rank's
-    (SGD, Adam, AdamW and other per-parameter-state optimizers). When the
-    root has no state yet, every rank drops its own. `model` is unused
-    (accepted as in Horovod)."""
+    (SGD, Adam, AdamW, SparseAdam and other per-parameter-state
+    optimizers). Parameters without state on the root (e.g. never given a
+    gradient) get none anywhere; the others get the root's, created first
+    where a rank has none. `model` is unused (accepted as in Horovod)."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
     params = [p for group in optimizer.param_groups for p in group["params"]]
-    root_has_state = broadcast_object(len(optimizer.state) > 0, root_rank,
-                                      "optimizer_state.exists", process_set)
-    if not root_has_state:
-        optimizer.state = collections.defaultdict(dict)
-    elif len(optimizer.state) == 0:
-        _create_state(optimizer)
+    with_state = broadcast_object([i for i, p in enumerate(params) if optimizer.state.get(p)],
+                                  root_rank, "optimizer_state.params", process_set)
+    missing = [params[i] for i in with_state if not optimizer.state.get(params[i])]
+    if missing:
+        _create_state(optimizer, missing)
+    for i in set(range(len(params))) - set(with_state):
+        optimizer.state.pop(params[i], None)
 
     tensors, others = [], {}
     for index, p in enumerate(params):

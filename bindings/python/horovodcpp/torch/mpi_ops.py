@@ -155,10 +155,11 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
     """Reduces a sparse COO tensor by gathering every rank's indices and
-    values (duplicates are summed when the result is coalesced)."""
-    ps = _core_set(process_set)
+    values (duplicates add up when the result is coalesced). As in Horovod,
+    returns a function that waits and returns the sparse result."""
     if op not in (Average, Sum):
         raise NotImplementedError("sparse allreduce supports Sum and Average only")
+    ps = _core_set(process_set)
     indices = tensor._indices().t().contiguous()  # rows are nonzeros: gathered along dim 0
     values = tensor._values().contiguous()
     works = [_core.allgather_async(_core_tensor(part), _name("allgather", name + suffix), ps,
@@ -171,7 +172,8 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
         if op == Average:
             all_values = all_values / process_set.size()
         return torch.sparse_coo_tensor(all_indices.t(), all_values, tensor.size())
-    return register(works, finish)
+    handle = register(works, finish)
+    return lambda: synchronize(handle)
 
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
@@ -253,9 +255,9 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
 def join(device=-1):
     """For uneven numbers of batches: a rank that has run out of data calls
     join() and waits there (without the GIL) until every rank has joined.
-    Meanwhile the other ranks' allreduces (Sum or Average, e.g. those of
-    DistributedOptimizer) and barriers go on without it: it contributes
-    zeros, and Average divides by the ranks that submitted the tensor. Other
+    Meanwhile the other ranks' allreduces (any op, e.g. those of
+    DistributedOptimizer) and barriers go on without it, as in Horovod: it
+    contributes zeros, and Average still divides by every rank. Other
     collectives submitted while a rank has joined fail with
     InvalidArgumentError. Returns, on every rank, the rank that joined last
     (e.g. to broadcast its parameters). Global set only.

@@ -102,20 +102,21 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p in unit:
             if p.grad is None:  # unused in this step: contributes zeros
                 p.grad = torch.zeros_like(p)
-            elif p.grad.is_sparse and (self.sparse_as_dense or len(unit) > 1):
-                p.grad = p.grad.to_dense()
         name = self._parameter_names[unit[0]]
-        if unit[0].grad.is_sparse:
+        if unit[0].grad.is_sparse and not self.sparse_as_dense and len(unit) == 1:
             handle = mpi_ops.sparse_allreduce_async(unit[0].grad, name, self.op, self.process_set)
             self._handles[unit] = (handle, None)
             return
+        # Sparse gradients reduced as dense ones (sparse_as_dense, or in a
+        # group) become sparse again in synchronize(), as in Horovod.
+        grads = [p.grad.to_dense() if p.grad.is_sparse else p.grad for p in unit]
         # Average: divide by the predivide factor before the sum and by
         # size / factor after it (the core divides by size for Average).
         prescale, postscale = 1.0, 1.0
         if self.op == Average:
             prescale = 1.0 / self.gradient_predivide_factor
             postscale = self.gradient_predivide_factor
-        compressed, ctxs = zip(*[self._compression.compress(p.grad) for p in unit])
+        compressed, ctxs = zip(*[self._compression.compress(g) for g in grads])
         if len(unit) == 1:
             handle = mpi_ops.allreduce_async_(compressed[0], name=name, op=self.op,
                                               prescale_factor=prescale, postscale_factor=postscale,
@@ -138,7 +139,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if unit not in self._handles:
                 self._submit(unit)
         for unit, (handle, ctxs) in self._handles.items():
-            outputs = synchronize(handle)
+            outputs = handle() if callable(handle) else synchronize(handle)  # sparse: a function
             for p in unit:
                 self._delay[p] = self.backward_passes_per_step
             if ctxs is None:  # sparse: the gathered gradient replaces p.grad
@@ -146,12 +147,31 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 continue
             for p, output, ctx in zip(unit, outputs if len(unit) > 1 else [outputs], ctxs):
                 result = self._compression.decompress(output, ctx)
-                if result is not p.grad:  # compressed: reduced in a copy
+                if p.grad.is_sparse:
+                    p.grad = result.to_sparse()
+                elif result is not p.grad:  # compressed: reduced in a copy
                     p.grad.copy_(result)
         self._handles.clear()
         for ready in self._ready.values():
             ready.clear()
         self._synchronized = True
+
+    def set_backward_passes_per_step(self, passes):
+        """Accumulates `passes` backward passes locally per step from now on."""
+        self.backward_passes_per_step = passes
+        for p in self._delay:
+            self._delay[p] = passes
+
+    def load_state_dict(self, *args, **kwargs):
+        """The wrapped optimizer's, forgetting gradients not yet synchronized
+        (as Horovod does: a restored optimizer starts a new step)."""
+        self._handles.clear()
+        for ready in self._ready.values():
+            ready.clear()
+        self._synchronized = False
+        self._should_synchronize = True
+        self.set_backward_passes_per_step(self.backward_passes_per_step)
+        return super(self.__class__, self).load_state_dict(*args, **kwargs)
 
     @contextlib.contextmanager
     def skip_synchronize(self):
@@ -204,6 +224,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         gathered as indices and values).
     """
     groups = gradient_groups(op, gradient_predivide_factor, num_groups, groups, "torch.Tensor")
+    if backward_passes_per_step <= 0:
+        raise ValueError("backward_passes_per_step must be > 0")
     # Adasum of one rank is the identity; a set that is not registered (size
     # None) is refused by _DistributedOptimizer.
     if op == Adasum and process_set.size() not in (None, 1):

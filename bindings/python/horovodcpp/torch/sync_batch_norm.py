@@ -16,7 +16,8 @@ class SyncBatchNorm(_BatchNorm):
     Each rank's per-channel count, mean and sum of squared deviations are
     gathered (one allgather) and combined exactly (Chan et al.), which stays
     accurate where E[x^2] - E[x]^2 would not. The allgather is
-    differentiable, so backward needs no hand-written gradient.
+    differentiable, so backward needs no hand-written gradient (its
+    averaged gradient is scaled back to the sum over ranks).
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
@@ -38,6 +39,10 @@ class SyncBatchNorm(_BatchNorm):
         mean = x.sum(1) / max(count, 1)
         m2 = ((x - mean.unsqueeze(1)) ** 2).sum(1)
         local = torch.cat([mean, m2, x.new_tensor([count])]).unsqueeze(0)
+        if local.requires_grad:
+            # allgather's backward averages the ranks' gradients (Horovod's
+            # convention); the statistics' gradient is their sum.
+            local.register_hook(lambda grad: grad * _core.size())
         stats = allgather(local)  # [size, 2C + 1]
         means, m2s, counts = stats[:, :channels], stats[:, channels:-1], stats[:, -1:]
         total = counts.sum()

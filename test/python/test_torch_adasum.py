@@ -114,6 +114,21 @@ def test_backward_is_horovods():
     assert_adasum(x.grad, expected([4], torch.float64, 3), torch.float64)
 
 
+def test_joined_ranks_are_passed_over():
+    """A joined rank adds zeros, which Adasum passes over (the last rank joins
+    at once; the others' result is the recursion with zeros in its place)."""
+    if hvd.size() < 2 or not power_of_two(hvd.size()):
+        return
+    last = hvd.size() - 1
+    if hvd.rank() != last:
+        tensor = adasum_input(hvd.rank(), [6], torch.float64, 4)
+        result = hvd.allreduce(tensor, op=hvd.Adasum, name="adasum.joined")
+        inputs = [adasum_input(r, [6], torch.float64, 4).numpy() for r in range(last)]
+        want = torch.from_numpy(adasum_reference(inputs + [np.zeros(6)]))
+        assert_adasum(result, want, torch.float64)
+    hvd.join()
+
+
 def simulate(ranks, steps, make_optimizer, passes=1):
     """What DistributedOptimizer(op=Adasum) computes, in one process: each
     of `ranks` steps its own optimizer (with its own state) from the common

@@ -18,6 +18,9 @@ path cannot be compiled with XLA. Not supported yet (NotImplementedError):
 process sets other than the global one, init(comm=...),
 backward_passes_per_step > 1. There is no Adasum.
 """
+# TensorFlow before horovodcpp._core, for the reason given in
+# horovodcpp/torch/__init__.py (tensorflow[and-cuda] bundles NCCL too).
+import tensorflow  # noqa: F401
 from horovodcpp.common.basics import (  # noqa: F401
     Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
     Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cross_rank, cross_size,

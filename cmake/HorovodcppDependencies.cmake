@@ -33,8 +33,8 @@ else()
   if(HVD_WITH_GLOO)
     # No Gloo is packaged on PyPI: a pip build on a cluster is MPI-only unless
     # Gloo was installed there (Gloo_DIR or CMAKE_PREFIX_PATH).
-    message(STATUS "horovodcpp Gloo: not found (libgloo-dev, or Gloo_DIR=<gloo>/share/cmake): "
-                   "built without Gloo")
+    message(STATUS "horovodcpp Gloo: not found (libgloo-dev, or a Gloo install on "
+                   "CMAKE_PREFIX_PATH): built without Gloo")
   endif()
 endif()
 

@@ -4,7 +4,8 @@
 # (scikit-build-core, pybind11) from PyPI through pip's build isolation. Then,
 # in a clean environment (no LD_LIBRARY_PATH, no PYTHONPATH):
 # `python -m horovodcpp.check`, and a 2-rank torch training step launched by
-# the venv's hvdrun with the venv's horovodcpp. With TENSORFLOW_PYTHON (an
+# the venv's hvdrun with the venv's horovodcpp, and find_package(horovodcpp)
+# from the venv's site-packages by a C++ project. With TENSORFLOW_PYTHON (an
 # interpreter that has TensorFlow), a 2-rank TensorFlow step with the same
 # installed package. Run as root, it creates an unprivileged user for this;
 # exit 77 (skipped) where it cannot.
@@ -64,14 +65,24 @@ as_user_login '
   grep -qE "^    \[X\] PyTorch " "$SCRATCH/check.txt"
   hvdrun -np 2 python "$SCRATCH/checkout/test/install/torch_train_step.py" | tee "$SCRATCH/torch.txt"
   identical "$SCRATCH/torch.txt"
+  site=$(python -c "import sysconfig; print(sysconfig.get_path(\"platlib\"))")
+  echo "$site" >"$SCRATCH/site-packages.txt"
+  # libhorovodcpp keeps the directory MPI was found in (on a cluster: the MPI module).
+  mpi_dir=$(python -c "import horovodcpp._build_info as b; print(b.MPI_LIBRARIES.split(\";\")[0])")
+  readelf -d "$site/horovodcpp/lib/libhorovodcpp.so" | grep RUNPATH | grep -qF "${mpi_dir%/*}"
+  # C++ users of the venv: find_package(horovodcpp) with site-packages as the prefix.
+  cmake -S "$SCRATCH/checkout/test/install" -B "$SCRATCH/consumer" -DCMAKE_PREFIX_PATH="$site" \
+    >/dev/null
+  cmake --build "$SCRATCH/consumer" >/dev/null
+  "$SCRATCH/consumer/consumer"
 ' PYTHON="$python"
 
 if [ -n "$tensorflow_python" ]; then
   # The package installed above, imported by another environment's interpreter.
   as_user_login '
     cd /
-    site=$("$SCRATCH/venv/bin/python" -c "import sysconfig; print(sysconfig.get_path(\"platlib\"))")
-    PYTHONPATH=$site "$SCRATCH/venv/bin/hvdrun" -np 2 "$TENSORFLOW_PYTHON" \
+    export PYTHONPATH=$(cat "$SCRATCH/site-packages.txt")
+    "$SCRATCH/venv/bin/hvdrun" -np 2 "$TENSORFLOW_PYTHON" \
       "$SCRATCH/checkout/test/install/tensorflow_train_step.py" | tee "$SCRATCH/tensorflow.txt"
     identical "$SCRATCH/tensorflow.txt"
   ' TENSORFLOW_PYTHON="$tensorflow_python" TF_CPP_MIN_LOG_LEVEL=2

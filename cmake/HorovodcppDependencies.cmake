@@ -151,8 +151,6 @@ if(HVD_WITH_PYTHON)
             PATHS ${PROJECT_SOURCE_DIR}/third_party/dlpack/include)
   if(Python3_Development.Module_FOUND AND pybind11_FOUND)
     set(HVD_HAVE_PYTHON TRUE)
-  elseif(NOT HVD_WITH_PYTHON STREQUAL "AUTO")
-    message(FATAL_ERROR "HVD_WITH_PYTHON=ON but pybind11 (pybind11-dev, or pip's pybind11) is missing")
   endif()
 endif()
 message(STATUS "horovodcpp Python bindings: ${HVD_HAVE_PYTHON} (Python ${Python3_VERSION}, "

@@ -46,8 +46,8 @@ as_user_login() {
 # Both ranks of a training step report the venv's horovodcpp and identical
 # parameters (counted per match: the ranks' lines may interleave).
 identical() {
-  [ "$(grep -o "horovodcpp from $SCRATCH/venv/[^ ]*, loss [^,]*, parameters identical on all 2 ranks" \
-         "$1" | wc -l)" -eq 2 ]
+  local line="horovodcpp from $SCRATCH/venv/[^ ]*, loss [^,]*, parameters identical on all 2 ranks"
+  [ "$(grep -o "$line" "$1" | wc -l)" -eq 2 ]
 }
 as_user_login '
   cd "$SCRATCH"
@@ -63,7 +63,8 @@ as_user_login '
   python -m horovodcpp.check | tee "$SCRATCH/check.txt"
   grep -qx "hvdrun: $SCRATCH/venv/bin/hvdrun" "$SCRATCH/check.txt"
   grep -qE "^    \[X\] PyTorch " "$SCRATCH/check.txt"
-  hvdrun -np 2 python "$SCRATCH/checkout/test/install/torch_train_step.py" | tee "$SCRATCH/torch.txt"
+  hvdrun -np 2 python "$SCRATCH/checkout/test/install/torch_train_step.py" |
+    tee "$SCRATCH/torch.txt"
   identical "$SCRATCH/torch.txt"
   site=$(python -c "import sysconfig; print(sysconfig.get_path(\"platlib\"))")
   echo "$site" >"$SCRATCH/site-packages.txt"

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 
+import horovodcpp
 from horovodcpp import _build_info
 
 FRAMEWORKS = (  # label, framework module, horovodcpp front end
@@ -54,7 +55,6 @@ def loaded_libraries():
 def installed_hvdrun():
     """The hvdrun pip installed with the imported package, else None (a
     CMake install, or the package imported from a build tree)."""
-    import horovodcpp
     try:
         distribution = importlib.metadata.distribution("horovodcpp")
     except importlib.metadata.PackageNotFoundError:
@@ -81,7 +81,6 @@ def built_with():
 
 
 def main():
-    import horovodcpp
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up log
     # The frameworks before _core, as their front ends do (see horovodcpp/torch).
     frameworks = list(framework_lines())

@@ -4,4 +4,6 @@ Frameworks: ``import horovodcpp.torch as hvd`` (the API of horovod.torch),
 ``import horovodcpp.tensorflow as hvd`` (horovod.tensorflow) and
 ``import horovodcpp.tensorflow.keras as hvd`` (horovod.tensorflow.keras).
 """
-from horovodcpp._core import __version__  # noqa: F401
+# Not from _core: `python -m horovodcpp.check` must import the package even
+# when the extension cannot load, to say why.
+from horovodcpp._build_info import VERSION as __version__  # noqa: F401

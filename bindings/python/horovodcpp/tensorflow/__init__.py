@@ -18,6 +18,9 @@ every TensorFlow version that has it; they cannot be compiled with XLA.
 op=hvd.Adasum works in allreduce (not differentiable) and
 DistributedGradientTape. Differences from Horovod: see README.md.
 """
+# TensorFlow before horovodcpp._core, for the reason given in
+# horovodcpp/torch/__init__.py (tensorflow[and-cuda] bundles NCCL too).
+import tensorflow  # noqa: F401
 from horovodcpp.common.basics import (  # noqa: F401
     Adasum, Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
     Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cross_rank, cross_size,

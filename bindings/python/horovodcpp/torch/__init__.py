@@ -10,6 +10,11 @@ operation), hvd.join() and op=hvd.Adasum work as in Horovod. Not supported:
 init(comm=...) with a subset of the launched ranks or an MPI communicator
 (NotImplementedError).
 """
+# torch before horovodcpp._core: the libraries torch loads (a PyPI torch
+# bundles NCCL and the CUDA runtime) are then the ones libhorovodcpp binds
+# to, instead of an older system copy under the same name that torch cannot
+# use ("libtorch_cuda.so: undefined symbol: ncclCommResume").
+import torch  # noqa: F401
 from horovodcpp.common.basics import (  # noqa: F401
     Adasum, Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
     Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cross_rank, cross_size,

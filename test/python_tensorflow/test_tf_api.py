@@ -1,8 +1,7 @@
 """The public names of horovod.tensorflow, horovod.tensorflow.keras,
 horovod.keras and their callbacks (Horovod 0.28.1) exist here, so that a
 Horovod script runs after changing its imports. Left out on purpose (see
-README.md): Adasum and check_num_rank_power_of_2, elastic,
-mpi_threads_supported, LocalGradientAggregationHelper and
+README.md): elastic, LocalGradientAggregationHelper and
 BroadcastGlobalVariablesHook."""
 import pytest
 
@@ -24,7 +23,8 @@ TENSORFLOW = BASICS + [
     "Product", "handle_average_backwards_compatibility", "join", "SyncBatchNormalization",
     "allreduce", "reducescatter", "grouped_allreduce", "grouped_reducescatter",
     "broadcast_global_variables", "DistributedOptimizer", "DistributedGradientTape",
-    "PartialDistributedGradientTape"]
+    "PartialDistributedGradientTape", "Adasum", "check_num_rank_power_of_2",
+    "mpi_threads_supported"]
 
 KERAS = BASICS + [
     "callbacks", "DistributedOptimizer", "PartialDistributedOptimizer",

@@ -38,3 +38,8 @@ def split_evenly(items, parts):
     size, extra = divmod(len(items), parts)
     bounds = [i * size + min(i, extra) for i in range(parts + 1)]
     return [items[bounds[i]:bounds[i + 1]] for i in range(parts) if bounds[i] < bounds[i + 1]]
+
+
+def check_num_rank_power_of_2(num_rank):
+    """True when num_rank is a power of two (Adasum's requirement)."""
+    return num_rank != 0 and (num_rank & (num_rank - 1)) == 0

@@ -25,10 +25,11 @@ from horovodcpp.common.basics import (  # noqa: F401
     Adasum, Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
     Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cross_rank, cross_size,
     cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
-    local_rank, local_size, mpi_built, mpi_enabled, nccl_built, rank, rocm_built, shutdown, size,
-    start_timeline, stop_timeline)
+    local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
+    rocm_built, shutdown, size, start_timeline, stop_timeline)
 from horovodcpp.common.process_sets import (  # noqa: F401
     ProcessSet, add_process_set, global_process_set, remove_process_set)
+from horovodcpp.common.util import check_num_rank_power_of_2  # noqa: F401
 from horovodcpp.common.util import resolve_op as handle_average_backwards_compatibility  # noqa
 from horovodcpp.tensorflow.compression import Compression  # noqa: F401
 from horovodcpp.tensorflow.functions import (  # noqa: F401

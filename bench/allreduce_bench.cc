@@ -290,7 +290,7 @@ double expected_value(hvd::DataType dtype, hvd::ReduceOp op, int n, std::size_t 
     case hvd::ReduceOp::kMin: return rounded(dtype, 1 + k);
     case hvd::ReduceOp::kMax: return rounded(dtype, n + k);
     case hvd::ReduceOp::kAverage:
-      // Integers: the sum divided by n, rounded toward zero (README "Reductions").
+      // Integers: the sum divided by n, rounded toward zero (docs/reductions.md).
       if (dtype != hvd::DataType::kInt32) return rounded(dtype, sum / n);
       return static_cast<double>(static_cast<long long>(sum) / n);
     default: return 0;

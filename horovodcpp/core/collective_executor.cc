@@ -14,7 +14,7 @@
 namespace hvd {
 namespace {
 
-// Default fusion buffer size; see README (Tensor fusion) for the measurement.
+// Default fusion buffer size; see docs/performance.md (Tensor fusion) for the measurement.
 constexpr long long kDefaultFusionThreshold = 64LL * 1024 * 1024;
 
 bool is_half(DataType dtype) {

@@ -12,7 +12,7 @@ namespace {
 
 // How long an idle coordinator polls for a submission before it sleeps.
 // Default 0: on 2 cores polling takes the core the submitting thread needs
-// (README, "Latency"); with spare cores a few tens of microseconds help.
+// (docs/internals.md, "Latency and waiting"); with spare cores a few tens of microseconds help.
 std::chrono::microseconds read_idle_spin() {
   const long long us = env_int("IDLE_SPIN_MICROSECONDS", 0);
   HVD_CHECK(us >= 0, InvalidArgument,

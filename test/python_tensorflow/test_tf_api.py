@@ -1,7 +1,7 @@
 """The public names of horovod.tensorflow, horovod.tensorflow.keras,
 horovod.keras and their callbacks (Horovod 0.28.1) exist here, so that a
 Horovod script runs after changing its imports. Left out on purpose (see
-README.md): elastic, LocalGradientAggregationHelper and
+docs/tensorflow.md): elastic, LocalGradientAggregationHelper and
 BroadcastGlobalVariablesHook."""
 import pytest
 

@@ -28,7 +28,7 @@ std::size_t dtype_size(DataType dtype);
 const char* dtype_name(DataType dtype);
 bool is_floating(DataType dtype);
 
-// Reductions of allreduce. Semantics per dtype (see README "Reductions"):
+// Reductions of allreduce. Semantics per dtype (see docs/reductions.md):
 // - floating types: IEEE arithmetic; float16/bfloat16 accumulate in float32
 //   and are rounded once (round to nearest even) at the end.
 // - integer types: Sum and Product wrap around (two's complement), Average
@@ -37,7 +37,7 @@ bool is_floating(DataType dtype);
 //   Average is rejected.
 // - Adasum (floating types only, a power-of-two number of ranks): the
 //   adaptive summation of Horovod's hvd.Adasum, each tensor combined with
-//   coefficients of its own (README "Adasum").
+//   coefficients of its own (docs/adasum.md).
 enum class ReduceOp : std::uint8_t { kSum, kAverage, kMin, kMax, kProduct, kAdasum };
 constexpr int kNumReduceOps = 6;
 const char* reduce_op_name(ReduceOp op);

@@ -13,7 +13,7 @@ Sum = _core.ReduceOp.Sum
 Min = _core.ReduceOp.Min
 Max = _core.ReduceOp.Max
 Product = _core.ReduceOp.Product
-Adasum = _core.ReduceOp.Adasum  # floating tensors, power-of-two ranks (README "Adasum")
+Adasum = _core.ReduceOp.Adasum  # floating tensors, power-of-two ranks (docs/adasum.md)
 
 is_initialized = _core.is_initialized
 size = _core.size

@@ -16,7 +16,7 @@ Keras: horovodcpp.tensorflow.keras. The collectives are TensorFlow ops
 built on TensorFlow's stable C API (see bridge.py), so one build serves
 every TensorFlow version that has it; they cannot be compiled with XLA.
 op=hvd.Adasum works in allreduce (not differentiable) and
-DistributedGradientTape. Differences from Horovod: see README.md.
+DistributedGradientTape. Differences from Horovod: see docs/tensorflow.md.
 """
 # TensorFlow before horovodcpp._core, for the reason given in
 # horovodcpp/torch/__init__.py (tensorflow[and-cuda] bundles NCCL too).

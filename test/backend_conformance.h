@@ -1,8 +1,11 @@
 // What every transport's Controller and Backend must do, shared by the
-// transport suites (mpi/test_mpi_backend.cc, gloo/test_gloo_backend.cc):
-// exact element access for every dtype, reference values, and the bodies of
-// the conformance tests. Each suite calls these from its own TEST/TEST_P with
-// its own Controller/Backend; what is specific to a transport stays there.
+// transport suites under hvdrun (mpi/test_mpi_backend.cc,
+// gloo/test_gloo_backend.cc, shm/test_shm_backend.cc: one process per rank)
+// and by threads/test_backend_threads.cc (Gloo and shm, every rank a thread
+// of one process): exact element access for every dtype, reference values,
+// and the bodies of the conformance tests. Each suite calls these from its
+// own TEST/TEST_P with its own Controller/Backend, once per rank; what is
+// specific to a transport stays there.
 #pragma once
 
 #include <gtest/gtest.h>

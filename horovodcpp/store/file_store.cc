@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <thread>
 #include <utility>
 
 #include "core/check.h"
+#include "store/counter.h"
 
 namespace hvd {
 namespace {
@@ -56,13 +56,6 @@ class Fd {
  private:
   int fd_;
 };
-
-bool ParseInteger(const std::string& text, long long* out) {
-  if (text.empty()) return false;
-  const char* end = text.data() + text.size();
-  auto result = std::from_chars(text.data(), end, *out);
-  return result.ec == std::errc() && result.ptr == end;
-}
 
 }  // namespace
 
@@ -196,7 +189,7 @@ long long FileStore::add(const std::string& key, long long delta) {
   long long current = 0;
   std::string text;
   if (TryRead(key, &text)) {
-    HVD_CHECK(ParseInteger(text, &current), InvalidArgument,
+    HVD_CHECK(parse_counter(text, &current), InvalidArgument,
               "FileStore: add('" << key << "'): the stored value is not an integer");
   }
   long long updated = 0;

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "store/counter.h"
 #include "store/tcp_store_protocol.h"
 
 namespace hvd {
@@ -47,13 +47,6 @@ void Reply(Connection* c, proto::Status status, const std::string& payload) {
   c->out.push_back(static_cast<char>(status));
   proto::PutU64(&c->out, payload.size());
   c->out.append(payload);
-}
-
-bool ParseInteger(const std::string& text, long long* out) {
-  if (text.empty()) return false;
-  const char* end = text.data() + text.size();
-  auto result = std::from_chars(text.data(), end, *out);
-  return result.ec == std::errc() && result.ptr == end;
 }
 
 class Handler {
@@ -104,7 +97,7 @@ class Handler {
   void Add(Connection* c, std::string key, long long delta) {
     long long current = 0;
     auto it = data_.find(key);
-    if (it != data_.end() && !ParseInteger(it->second, &current)) {
+    if (it != data_.end() && !parse_counter(it->second, &current)) {
       Reply(c, proto::kError, "the stored value is not an integer");
       return;
     }

@@ -199,7 +199,8 @@ std::shared_ptr<GlooContext> GlooContext::create(const GlooOptions& options) {
 
   // Taken before anything can fail, so every rank's n-th init uses the n-th
   // prefix even after a failed attempt.
-  const std::string prefix = GlooStoreAdapter::next_init_prefix();
+  const std::string prefix =
+      options.prefix.empty() ? GlooStoreAdapter::next_init_prefix() : options.prefix;
 
   std::shared_ptr<gloo::transport::Device> device;
   gloo_call("creating the TCP device", [&] {

@@ -32,6 +32,11 @@ struct GlooOptions {
   std::shared_ptr<Store> store;
   gloo::transport::tcp::attr network;
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+  // Where this context's keys live in the store. Empty: the process's next
+  // GlooStoreAdapter::next_init_prefix(), which every rank of a job agrees
+  // on when each rank is a process. Ranks that share a process (threads)
+  // must name one prefix for all of them.
+  std::string prefix;
 };
 
 class GlooContext {

@@ -15,6 +15,7 @@
 
 #include "backend/gloo/gloo_store_adapter.h"
 #include "core/check.h"
+#include "core/elastic_worker.h"
 #include "core/env.h"
 #include "core/logging.h"
 #include "store/file_store.h"
@@ -187,7 +188,10 @@ GlooOptions GlooContext::options_from_environment() {
   return options;
 }
 
-std::shared_ptr<GlooContext> GlooContext::create() { return create(options_from_environment()); }
+std::shared_ptr<GlooContext> GlooContext::create() {
+  if (ElasticWorker* worker = ElasticWorker::get()) return create_elastic(*worker);
+  return create(options_from_environment());
+}
 
 std::shared_ptr<GlooContext> GlooContext::create(const GlooOptions& options) {
   const Topology& topology = options.topology;
@@ -199,7 +203,8 @@ std::shared_ptr<GlooContext> GlooContext::create(const GlooOptions& options) {
 
   // Taken before anything can fail, so every rank's n-th init uses the n-th
   // prefix even after a failed attempt.
-  const std::string prefix = GlooStoreAdapter::next_init_prefix();
+  const std::string prefix =
+      options.prefix.empty() ? GlooStoreAdapter::next_init_prefix() : options.prefix;
 
   std::shared_ptr<gloo::transport::Device> device;
   gloo_call("creating the TCP device", [&] {

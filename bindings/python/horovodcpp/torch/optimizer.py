@@ -137,20 +137,25 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for unit in self._units:
             if unit not in self._handles:
                 self._submit(unit)
-        for unit, (handle, ctxs) in self._handles.items():
-            outputs = synchronize(handle)
-            for p in unit:
+        try:
+            for unit, (handle, ctxs) in self._handles.items():
+                outputs = synchronize(handle)
+                if ctxs is None:  # sparse: the gathered gradient replaces p.grad
+                    unit[0].grad = outputs
+                    continue
+                for p, output, ctx in zip(unit, outputs if len(unit) > 1 else [outputs], ctxs):
+                    result = self._compression.decompress(output, ctx)
+                    if result is not p.grad:  # compressed: reduced in a copy
+                        p.grad.copy_(result)
+        finally:
+            # Done, or failed (a rank died): either way the step's
+            # allreduces are over, and the next backward starts afresh
+            # (hvd.elastic.run retries after a failure).
+            self._handles.clear()
+            for ready in self._ready.values():
+                ready.clear()
+            for p in self._delay:
                 self._delay[p] = self.backward_passes_per_step
-            if ctxs is None:  # sparse: the gathered gradient replaces p.grad
-                unit[0].grad = outputs
-                continue
-            for p, output, ctx in zip(unit, outputs if len(unit) > 1 else [outputs], ctxs):
-                result = self._compression.decompress(output, ctx)
-                if result is not p.grad:  # compressed: reduced in a copy
-                    p.grad.copy_(result)
-        self._handles.clear()
-        for ready in self._ready.values():
-            ready.clear()
         self._synchronized = True
 
     @contextlib.contextmanager

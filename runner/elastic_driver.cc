@@ -62,12 +62,21 @@ bool ElasticDriver::holds_state(std::size_t w) const {
 }
 
 GroupOrders ElasticDriver::poll(Clock::time_point now) {
+  if (failure_.empty()) {
+    try {
+      return decide(now);
+    } catch (const std::exception& e) {  // hvdrun's own store failed
+      failure_ = std::string("elastic: ") + e.what();
+    }
+  }
+  GroupOrders orders;
+  orders.failure = failure_;
+  return orders;
+}
+
+GroupOrders ElasticDriver::decide(Clock::time_point now) {
   GroupOrders orders;
   orders.more_to_come = !finishing_;
-  if (!failure_.empty()) {
-    orders.failure = failure_;
-    return orders;
-  }
   if (finishing_) {
     stop_stragglers(orders);
     return orders;
@@ -255,7 +264,11 @@ bool ElasticDriver::on_exit(std::size_t child, int status, Clock::time_point now
   if (finishing_) return success;
   if (success) {
     finishing_ = true;
-    finished_round_ = hvd::elastic::joined_round(store_, static_cast<long long>(child));
+    try {
+      finished_round_ = hvd::elastic::joined_round(store_, static_cast<long long>(child));
+    } catch (const std::exception& e) {  // hvdrun's own store failed
+      failure_ = std::string("elastic: ") + e.what();
+    }
     log_ << "hvdrun: elastic: " << describe(child) << " finished; the job ends with round "
          << finished_round_ << "\n";
     return true;

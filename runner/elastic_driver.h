@@ -77,6 +77,8 @@ class ElasticDriver {
     std::string host;
   };
 
+  // poll() without its guard against the store failing.
+  GroupOrders decide(Clock::time_point now);
   std::vector<Slot> plan(const std::vector<Host>& hosts, Clock::time_point now);
   // Stops the running members `plan` leaves out.
   void stop_left_out(const std::vector<Slot>& plan, Clock::time_point now, GroupOrders& orders);

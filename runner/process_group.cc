@@ -403,6 +403,11 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - now).count();
       timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left, 200)));
     }
+    if (control != nullptr && !terminating) {  // the driver's next orders are due then
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_orders_at - now).count();
+      timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left, timeout_ms)));
+    }
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
 
     if (fds[0].revents & POLLIN) {

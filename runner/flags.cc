@@ -165,14 +165,6 @@ class TableBuilder {
     return add(std::move(spellings), arity, std::move(metavar), "not supported: " + reason,
                hvdrun::unsupported(reason));
   }
-  TableBuilder& elastic(Values spellings, Arity arity, std::string metavar, std::string help) {
-    return add(std::move(spellings), arity, std::move(metavar), std::move(help),
-               [](Options&, const std::string& shown, const Values&) {
-                 usage(shown +
-                       ": elastic training is not supported yet (hvdrun runs a fixed "
-                       "set of ranks)");
-               });
-  }
   // Horovod's --x / --no-x: two switches setting `variable` to one value or
   // the other; config_key's true picks `on`, false picks `off`.
   struct Side {
@@ -424,15 +416,47 @@ std::vector<Flag> build_table() {
       {{"--log-with-timestamp", "--no-log-hide-timestamp"}, "0", "log lines carry the local time"},
       {{"--log-without-timestamp", "--log-hide-timestamp"}, "1", "the default here"});
 
-  t.section("Elastic training (not supported yet: each of these fails)");
-  t.elastic({"--min-np", "--min-num-proc"}, kValue, "N", "fewest ranks to keep training");
-  t.elastic({"--max-np", "--max-num-proc"}, kValue, "N", "most ranks to start");
-  t.elastic({"--slots-per-host"}, kValue, "N", "slots of each discovered host");
-  t.elastic({"--elastic-timeout"}, kValue, "S", "wait for hosts after a change");
-  t.elastic({"--reset-limit"}, kValue, "N", "most rescalings before the job fails");
-  t.elastic({"--blacklist-cooldown-range"}, Arity::kTwoValues, "MIN MAX",
-            "seconds a failed host stays blacklisted");
-  t.elastic({"--host-discovery-script"}, kValue, "SCRIPT", "prints the available hosts");
+  t.section("Elastic training (Gloo mode; on with --min-np or --host-discovery-script)");
+  t.add({"--min-np", "--min-num-proc"}, kValue, "N",
+        "fewest ranks to train on: with fewer slots, hvdrun waits --elastic-timeout for more, "
+        "then fails (default: -np)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          o.elastic.min_np = parse_int(shown, v[0], 1, INT_MAX);
+        });
+  t.add({"--max-np", "--max-num-proc"}, kValue, "N", "most ranks (default: -np)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          o.elastic.max_np = parse_int(shown, v[0], 1, INT_MAX);
+        });
+  t.add({"--host-discovery-script"}, kValue, "SCRIPT",
+        "run every second; prints the hosts available now, one \"host:slots\" per line "
+        "(default: the fixed hosts of -H, --hostfile or this machine)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          if (trim(v[0]).empty()) usage(shown + " expects a command");
+          o.elastic.discovery_script = v[0];
+        });
+  t.add({"--slots-per-host"}, kValue, "N",
+        "slots of a host the discovery script prints without \":slots\"",
+        [](Options& o, const std::string& shown, const Values& v) {
+          o.elastic.slots_per_host = parse_int(shown, v[0], 1, INT_MAX);
+        });
+  t.add({"--elastic-timeout"}, kValue, "S",
+        "seconds to wait for enough slots (default: HOROVOD_ELASTIC_TIMEOUT, else 600)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          o.elastic.timeout_seconds = parse_int(shown, v[0], 1, INT_MAX);
+        });
+  t.add({"--reset-limit"}, kValue, "N", "fail when the membership would change more than N times",
+        [](Options& o, const std::string& shown, const Values& v) {
+          o.elastic.reset_limit = parse_int(shown, v[0], 0, INT_MAX);
+        });
+  t.add({"--blacklist-cooldown-range"}, Arity::kTwoValues, "MIN MAX",
+        "a host blacklisted for failing ranks returns after MIN..MAX seconds, growing with "
+        "each failure (1 <= MIN <= MAX <= 3600; default: never)",
+        [](Options& o, const std::string& shown, const Values& v) {
+          const int low = parse_int(shown + " MIN", v[0], 1, 3600);
+          const int high = parse_int(shown + " MAX", v[1], 1, 3600);
+          if (low > high) usage(shown + ": MIN " + v[0] + " is more than MAX " + v[1]);
+          o.elastic.cooldown_range = std::make_pair(low, high);
+        });
 
   t.section("Other");
   t.add({"--config-file"}, kValue, "FILE",

@@ -21,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -28,12 +29,14 @@
 #include <vector>
 
 #include "runner/check_build.h"
+#include "runner/elastic_driver.h"
 #include "runner/environment.h"
 #include "runner/gloo_launcher.h"
 #include "runner/hosts.h"
 #include "runner/mpi_command.h"
 #include "runner/options.h"
 #include "runner/process_group.h"
+#include "store/tcp_store.h"
 #include "store/tcp_store_server.h"
 
 #ifndef HVDRUN_VERSION
@@ -374,6 +377,105 @@ int run_gloo(const Options& options, const std::vector<RankPlacement>& placement
   return result.exit_code;
 }
 
+// ---- Elastic (Gloo) mode ------------------------------------------------
+
+// How long a worker's init() waits for its round, past --elastic-timeout,
+// so that hvdrun, which gives up first, is the one that explains why.
+constexpr int kWorkerWaitMarginSeconds = 30;
+
+int run_gloo_elastic(const Options& options, const std::map<std::string, std::string>& env) {
+  const ElasticOptions& elastic = options.elastic;
+  ElasticConfig config;
+  config.num_proc = options.num_proc.value_or(elastic.min_np.value_or(0));
+  if (config.num_proc < 1) usage("elastic: -np N or --min-np N is required");
+  config.min_np = elastic.min_np.value_or(config.num_proc);
+  config.max_np = elastic.max_np.value_or(config.num_proc);
+  if (config.min_np > config.num_proc || config.num_proc > config.max_np) {
+    usage("elastic: -np " + std::to_string(config.num_proc) + " must lie between --min-np " +
+          std::to_string(config.min_np) + " and --max-np " + std::to_string(config.max_np));
+  }
+  config.timeout = std::chrono::seconds(elastic.timeout_seconds);
+  config.reset_limit = elastic.reset_limit;
+  config.cooldown_range = elastic.cooldown_range;
+
+  // Fixed hosts are checked now, as in a fixed job; discovered ones as they come.
+  std::vector<std::string> remote_hosts;
+  std::optional<HostDiscovery> discovery;
+  if (elastic.discovery_script.empty()) {
+    JobHosts job = resolve_hosts(options, env);
+    if (options.hosts.empty() && options.hostfile.empty() && !job.from_allocation) {
+      job.hosts = {Host{"localhost", config.max_np}};
+    }
+    for (const Host& h : job.hosts) {
+      if (!is_local_host(h.name)) remote_hosts.push_back(h.name);
+    }
+    if (!remote_hosts.empty()) check_remote_hosts(options, remote_hosts);
+    discovery = HostDiscovery::fixed(job.hosts);
+  } else {
+    discovery = HostDiscovery::script(elastic.discovery_script, elastic.slots_per_host);
+  }
+
+  RendezvousAddress rendezvous;
+  const bool open_to_others = !remote_hosts.empty() || !elastic.discovery_script.empty();
+  rendezvous.host = rendezvous_host(options, remote_hosts);
+  if (remote_hosts.empty() && open_to_others) {
+    // Hosts may join later: an address they can reach, where there is one.
+    const std::string address = interface_ipv4(
+        options.network_interfaces.empty() ? "" : options.network_interfaces.front());
+    if (!address.empty()) rendezvous.host = address;
+  }
+  std::unique_ptr<hvd::TcpStoreServer> server;
+  try {
+    server = std::make_unique<hvd::TcpStoreServer>(open_to_others ? "0.0.0.0" : "127.0.0.1", 0);
+  } catch (const std::exception& e) {
+    throw LaunchError{std::string("cannot start the rendezvous server: ") + e.what()};
+  }
+  rendezvous.port = server->port();
+  hvd::TcpStore store("127.0.0.1", server->port(), std::chrono::seconds(10));
+
+  char cwd[4096] = {};
+  if (getcwd(cwd, sizeof cwd) == nullptr) throw LaunchError{"getcwd() failed"};
+  std::map<std::string, std::string> forwarded = forwarded_environment(env);
+  forwarded["HOROVODCPP_ELASTIC_ROUND_TIMEOUT"] =
+      std::to_string(elastic.timeout_seconds + kWorkerWaitMarginSeconds);
+  forwarded["HOROVOD_ELASTIC"] = "1";  // as horovodrun's elastic workers have
+  auto worker_spec = [&](long long worker, const std::vector<RankPlacement>& places,
+                         std::size_t rank) {
+    std::map<std::string, std::string> worker_env = forwarded;
+    worker_env["HOROVODCPP_ELASTIC_WORKER"] = std::to_string(worker);
+    const RankPlacement& place = places[rank];
+    ChildSpec child = gloo_children(options, places, rendezvous, worker_env, cwd)[rank];
+    // Output is labelled by worker: ranks change from round to round.
+    child.label = "[" + std::to_string(worker) + "]";
+    if (!options.output_filename.empty()) {
+      child.output_file =
+          options.output_filename + "/rank." + std::to_string(worker) + "/output.log";
+    }
+    if (options.verbose) {
+      std::cerr << "hvdrun: elastic: worker " << worker << " (rank " << place.rank << ") on "
+                << place.host << ": " << join_quoted(child.argv) << "\n";
+    }
+    return child;
+  };
+  if (options.verbose) {
+    std::cerr << "hvdrun: elastic Gloo mode, rendezvous at " << rendezvous.host << ":"
+              << rendezvous.port << "; -np " << config.num_proc << ", --min-np " << config.min_np
+              << ", --max-np " << config.max_np << "\n";
+  }
+  ElasticDriver driver(config, store, std::move(*discovery), worker_spec, std::cerr);
+  GroupControl control;
+  control.poll = [&] { return driver.poll(std::chrono::steady_clock::now()); };
+  control.on_exit = [&](std::size_t child, int status) {
+    return driver.on_exit(child, status, std::chrono::steady_clock::now());
+  };
+  JobResult result = run_process_group({}, 3.0, &control);
+  if (result.exit_code != 0) {
+    std::cerr << "hvdrun: " << (result.failure.empty() ? "the job failed" : result.failure)
+              << "; job exit code " << result.exit_code << "\n";
+  }
+  return result.exit_code;
+}
+
 // ---- MPI mode -----------------------------------------------------------
 
 int run_mpi(const Options& options, const std::vector<Host>& hosts, int num_proc,
@@ -422,6 +524,8 @@ int run(const std::vector<std::string>& args) {
     print_check_build();
     return 0;
   }
+
+  if (options.elastic.enabled()) return run_gloo_elastic(options, env);
 
   JobHosts job = resolve_hosts(options, env);
   int num_proc = 0;

@@ -24,6 +24,14 @@ void apply_environment(Options& options, const std::set<std::string>& given,
     }
     options.remote_shell = shell;
   }
+  if (!given.count("elastic-timeout")) {
+    for (const char* name : {"HOROVODCPP_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT"}) {
+      std::string seconds = value_of(name);
+      if (seconds.empty()) continue;
+      options.elastic.timeout_seconds = parse_int(name, seconds, 1, INT_MAX);
+      break;
+    }
+  }
   if (!given.count("start-timeout")) {
     for (const char* name : {"HOROVODCPP_START_TIMEOUT", "HOROVOD_START_TIMEOUT"}) {
       std::string seconds = value_of(name);
@@ -31,6 +39,37 @@ void apply_environment(Options& options, const std::set<std::string>& given,
       options.start_timeout_seconds = parse_int(name, seconds, 1, INT_MAX);
       break;
     }
+  }
+}
+
+// The elastic flags that only mean something in an elastic job.
+void check_elastic(const Options& options, const std::set<std::string>& given) {
+  if (!options.elastic.enabled()) {
+    for (const char* dest : {"max-np", "slots-per-host", "elastic-timeout", "reset-limit",
+                             "blacklist-cooldown-range"}) {
+      if (given.count(dest)) {
+        usage("--" + std::string(dest) +
+              " applies to elastic jobs: add --min-np N or --host-discovery-script SCRIPT");
+      }
+    }
+    return;
+  }
+  if (options.mode == Mode::kMpi) {
+    usage(
+        "elastic training (--min-np, --host-discovery-script) runs in Gloo mode, as "
+        "horovodrun's: drop --mpi");
+  }
+  const ElasticOptions& e = options.elastic;
+  if (e.min_np && e.max_np && *e.min_np > *e.max_np) {
+    usage("--min-np " + std::to_string(*e.min_np) + " is more than --max-np " +
+          std::to_string(*e.max_np));
+  }
+  if (options.num_proc && ((e.min_np && *options.num_proc < *e.min_np) ||
+                           (e.max_np && *options.num_proc > *e.max_np))) {
+    usage("-np " + std::to_string(*options.num_proc) + " must lie between --min-np and --max-np");
+  }
+  if (!e.discovery_script.empty() && (!options.hosts.empty() || !options.hostfile.empty())) {
+    usage("give the hosts either with --host-discovery-script or with -H/--hostfile, not both");
   }
 }
 
@@ -95,6 +134,7 @@ Options parse_options(const std::vector<std::string>& args,
   if (!options.hosts.empty() && !options.hostfile.empty()) {
     usage("give either -H/--hosts or --hostfile, not both");
   }
+  check_elastic(options, given);
   if (options.command.empty() && !options.help && !options.version && !options.check_build) {
     usage("missing the command to run (e.g. hvdrun -np 4 ./train)");
   }

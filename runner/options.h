@@ -6,11 +6,27 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hvdrun {
 
 enum class Mode { kAuto, kMpi, kGloo };
+
+// Elastic training (runner/elastic_driver.h): on with --min-np or
+// --host-discovery-script, as in horovodrun.
+struct ElasticOptions {
+  std::optional<int> min_np;          // --min-np
+  std::optional<int> max_np;          // --max-np
+  std::optional<int> slots_per_host;  // --slots-per-host
+  std::string discovery_script;       // --host-discovery-script
+  // --elastic-timeout, else HOROVOD_ELASTIC_TIMEOUT, else 600 (horovodrun's).
+  int timeout_seconds = 600;
+  std::optional<int> reset_limit;                     // --reset-limit
+  std::optional<std::pair<int, int>> cooldown_range;  // --blacklist-cooldown-range
+
+  bool enabled() const { return min_np.has_value() || !discovery_script.empty(); }
+};
 
 struct Options {
   std::optional<int> num_proc;         // -np
@@ -37,6 +53,7 @@ struct Options {
   // Default "ssh [-p PORT] [-i KEY] -o BatchMode=yes {host}"; tests use
   // "ip netns exec ns-{host}". Option --remote-shell, or HVDRUN_REMOTE_SHELL.
   std::string remote_shell;
+  ElasticOptions elastic;
   std::vector<std::string> command;    // what every rank runs
 };
 

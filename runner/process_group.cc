@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 
 extern char** environ;
@@ -78,6 +79,9 @@ struct Child {
   std::string name;  // "rank 2 (host h2)" for failure messages
   pid_t pid = -1;    // also its process group id
   bool reaped = false;
+  // Ordered stopped (GroupOrders::stop): SIGKILL at stop_kill_at.
+  bool stopping = false;
+  std::chrono::steady_clock::time_point stop_kill_at{};
   int file_fd = -1;  // output_file, if any
   Stream streams[2];
 };
@@ -236,7 +240,8 @@ std::vector<pid_t> reap_adopted(const std::vector<Child>& children) {
 
 }  // namespace
 
-JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_seconds) {
+JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_seconds,
+                            const GroupControl* control) {
   JobResult result;
   if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     return {1, std::string("pipe: ") + std::strerror(errno)};
@@ -259,7 +264,9 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
   prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper);
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  std::vector<Child> children(specs.size());
+  std::vector<Child> children;
+  children.reserve(specs.size());
+  std::deque<ChildSpec> started_later;  // the driver's; stable addresses
   bool terminating = false;  // SIGTERM sent to every group
   bool killed = false;       // SIGKILL sent to every group
   Clock::time_point kill_at{}, give_up_at{};
@@ -287,19 +294,51 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
     begin_teardown();
   };
 
-  for (size_t i = 0; i < specs.size() && !terminating; ++i) {
-    children[i].spec = &specs[i];
-    children[i].name = describe(specs[i], i);
+  auto start = [&](const ChildSpec& spec) {
+    Child& child = children.emplace_back();
+    child.spec = &spec;
+    child.name = describe(spec, children.size() - 1);
     std::string error;
-    if (!start_child(children[i], &error)) fail(1, children[i].name + ": " + error);
+    if (!start_child(child, &error)) fail(1, child.name + ": " + error);
+  };
+  for (const ChildSpec& spec : specs) {
+    if (!terminating) start(spec);
   }
 
+  // The driver's orders, at most every 100 ms and at once after an exit.
+  bool more_to_come = false;
+  Clock::time_point next_orders_at{};
+  auto take_orders = [&]() {
+    if (control == nullptr || terminating) return;
+    GroupOrders orders = control->poll();
+    more_to_come = orders.more_to_come;
+    next_orders_at = Clock::now() + std::chrono::milliseconds(100);
+    for (ChildSpec& spec : orders.start) {
+      if (!terminating) start(started_later.emplace_back(std::move(spec)));
+    }
+    for (std::size_t i : orders.stop) {
+      Child& c = children.at(i);
+      if (c.reaped || c.stopping || c.pid <= 0) continue;
+      c.stopping = true;
+      c.stop_kill_at = Clock::now() + grace;
+      kill(-c.pid, SIGTERM);
+    }
+    if (!orders.failure.empty()) fail(1, orders.failure);
+  };
+  take_orders();
+
   while (true) {
+    if (Clock::now() >= next_orders_at) take_orders();
     // Reap what has exited: our children, and their orphaned descendants
     // (reparented to us as subreaper) by process group; never waitpid(-1).
     bool all_reaped = true;
-    for (auto& c : children) {
+    for (std::size_t index = 0; index < children.size(); ++index) {
+      Child& c = children[index];
       if (c.pid <= 0) continue;
+      if (c.stopping && !c.reaped && Clock::now() >= c.stop_kill_at) {
+        kill(-c.pid, SIGKILL);
+        c.stop_kill_at = Clock::time_point::max();
+      }
       int status = 0;
       while (!c.reaped) {
         pid_t r = waitpid(c.pid, &status, WNOHANG);
@@ -307,7 +346,9 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
         if (r < 0 && errno == EINTR) continue;
         c.reaped = true;
         if (r < 0) break;
-        if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        if (control != nullptr && !terminating && control->on_exit(index, status)) {
+          next_orders_at = Clock::now();
+        } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
           fail(WEXITSTATUS(status),
                c.name + " exited with code " + std::to_string(WEXITSTATUS(status)));
         } else if (WIFSIGNALED(status)) {
@@ -342,7 +383,7 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
       }
     }
     auto now = Clock::now();
-    if (all_reaped) {
+    if (all_reaped && !(more_to_come && !terminating)) {
       // Every child is gone; grandchildren left in their groups are not let be.
       bool leftovers = !adopted.empty();
       for (auto& c : children) leftovers |= c.pid > 0 && kill(-c.pid, 0) == 0;
@@ -361,6 +402,11 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
     if (terminating && !killed) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - now).count();
       timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left, 200)));
+    }
+    if (control != nullptr && !terminating) {  // the driver's next orders are due then
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_orders_at - now).count();
+      timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left, timeout_ms)));
     }
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
 

@@ -3,6 +3,8 @@
 // then KILL after a grace period) when one fails or hvdrun is signalled.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,9 +25,28 @@ struct JobResult {
   std::string failure;   // e.g. "rank 2 (host h2) was killed by signal 9 (SIGKILL)"
 };
 
+// What an elastic job's driver (runner/elastic_driver.h) tells the group.
+struct GroupOrders {
+  std::vector<ChildSpec> start;   // children to start now, numbered after the others
+  std::vector<std::size_t> stop;  // children to end: SIGTERM, then SIGKILL after the grace
+  std::string failure;            // not empty: the job fails with this reason (exit 1)
+  bool more_to_come = false;      // the job goes on even while no child runs
+};
+
+// How a driver steers the group: children come and go without ending the job.
+struct GroupControl {
+  // A child ended (`status` as waitpid gives it). True: the job goes on
+  // without it; false: its exit counts as in a fixed job.
+  std::function<bool(std::size_t child, int status)> on_exit;
+  // Called before the first loop and then about every 200 ms.
+  std::function<GroupOrders()> poll;
+};
+
 // Runs every child, waits for all, and returns the outcome. When a child
 // exits non-zero or dies, or hvdrun gets SIGINT/SIGTERM, every other child
-// gets SIGTERM, then SIGKILL after `grace_seconds`.
-JobResult run_process_group(const std::vector<ChildSpec>& children, double grace_seconds = 3.0);
+// gets SIGTERM, then SIGKILL after `grace_seconds`. With `control`, the
+// driver decides what a child's exit means and may start and stop children.
+JobResult run_process_group(const std::vector<ChildSpec>& children, double grace_seconds = 3.0,
+                            const GroupControl* control = nullptr);
 
 }  // namespace hvdrun

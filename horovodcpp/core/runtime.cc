@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/elastic_worker.h"
 #include "core/env.h"
 #include "core/logging.h"
 #include "core/process_set_rules.h"
@@ -49,6 +50,7 @@ std::string set_str(const ProcessSet& set) {
 
 Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
     : transport_name_(chosen_transport()), process_set_timeout_(read_process_set_timeout()) {
+  check_elastic_transport(transport_name_);
   Transport transport = create_transport(transport_name_);
   channel_ = std::move(transport.process_sets);
   homogeneous_ = agree_homogeneous(*transport.controller);

@@ -9,7 +9,8 @@
 #                 puts the time on each line
 #   config file   Horovod's nested YAML reaches the ranks
 #   version, -cb  print and exit 0
-#   jsrun, elastic  fail at once, exit 2, with one line saying why
+#   jsrun         fails at once, exit 2, with one line saying why
+#   elastic       --min-np runs the job (Gloo); with --mpi it fails at once as jsrun
 #
 # usage: horovod_compat.sh HVDRUN FAULT_WORKER
 # Prints one line per case and "N passed, M failed"; exits 1 if any failed.
@@ -95,11 +96,18 @@ else
   fail "jsrun" "exit $STATUS"
 fi
 run "$HVDRUN" -np 2 --min-np 1 true
-if [ "$STATUS" -eq 2 ] &&
-   grep -q '^hvdrun: error: --min-np: elastic training is not supported yet' "$WORK/out"; then
+if [ "$STATUS" -eq 0 ] && grep -q '^hvdrun: elastic: round 1: 2 rank(s) on localhost:2' "$WORK/out"; then
   pass "elastic"
 else
   fail "elastic" "exit $STATUS"
+fi
+run "$HVDRUN" -np 2 --min-np 1 --mpi true
+if [ "$STATUS" -eq 2 ] &&
+   grep -q '^hvdrun: error: elastic training (--min-np, --host-discovery-script) runs in Gloo mode' \
+     "$WORK/out"; then
+  pass "elastic with --mpi"
+else
+  fail "elastic with --mpi" "exit $STATUS"
 fi
 
 echo "$PASSED passed, $FAILED failed"

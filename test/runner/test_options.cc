@@ -223,18 +223,59 @@ TEST(Options, FlagsWithoutTheFeatureFailWithTheReason) {
             "yet with the time");
 }
 
-TEST(Options, ElasticFlagsAreParsedThenFail) {
-  const std::string reason = ": elastic training is not supported yet (hvdrun runs a fixed set of "
-                             "ranks)";
-  for (const char* flag : {"--min-np", "--min-num-proc", "--max-np", "--max-num-proc",
-                           "--slots-per-host", "--elastic-timeout", "--reset-limit",
-                           "--host-discovery-script"}) {
-    EXPECT_EQ(usage_message({"-np", "2", flag, "4", "cmd"}), flag + reason);
+TEST(Options, ElasticFlags) {
+  Options o =
+      parse_options({"-np", "3", "--min-np", "2", "--max-num-proc", "4", "--host-discovery-script",
+                     "./discover.sh", "--slots-per-host", "2", "--elastic-timeout", "30",
+                     "--reset-limit", "5", "--blacklist-cooldown-range", "10", "100", "cmd"});
+  EXPECT_TRUE(o.elastic.enabled());
+  EXPECT_EQ(*o.elastic.min_np, 2);
+  EXPECT_EQ(*o.elastic.max_np, 4);
+  EXPECT_EQ(o.elastic.discovery_script, "./discover.sh");
+  EXPECT_EQ(*o.elastic.slots_per_host, 2);
+  EXPECT_EQ(o.elastic.timeout_seconds, 30);
+  EXPECT_EQ(*o.elastic.reset_limit, 5);
+  EXPECT_EQ(*o.elastic.cooldown_range, std::make_pair(10, 100));
+  // As horovodrun: elastic with --min-np or a discovery script, not otherwise.
+  EXPECT_TRUE(parse_options({"--min-num-proc", "2", "cmd"}).elastic.enabled());
+  EXPECT_TRUE(parse_options({"--host-discovery-script", "d", "cmd"}).elastic.enabled());
+  EXPECT_FALSE(parse_options({"-np", "2", "cmd"}).elastic.enabled());
+  EXPECT_EQ(parse_options({"--min-np", "2", "cmd"}).elastic.timeout_seconds, 600);
+}
+
+TEST(Options, ElasticTimeoutFromTheEnvironment) {
+  const std::map<std::string, std::string> env = {{"HOROVOD_ELASTIC_TIMEOUT", "42"}};
+  EXPECT_EQ(parse_options({"--min-np", "2", "cmd"}, env).elastic.timeout_seconds, 42);
+  EXPECT_EQ(parse_options({"--min-np", "2", "--elastic-timeout", "7", "cmd"}, env)
+                .elastic.timeout_seconds,
+            7);
+}
+
+TEST(Options, ElasticMistakes) {
+  for (const char* flag : {"--max-np", "--slots-per-host", "--elastic-timeout", "--reset-limit"}) {
+    EXPECT_EQ(usage_message({"-np", "2", flag, "4", "cmd"}),
+              std::string(flag) +
+                  " applies to elastic jobs: add --min-np N or --host-discovery-script SCRIPT");
   }
   EXPECT_EQ(usage_message({"-np", "2", "--blacklist-cooldown-range", "10", "100", "cmd"}),
-            "--blacklist-cooldown-range" + reason);
+            "--blacklist-cooldown-range applies to elastic jobs: add --min-np N or "
+            "--host-discovery-script SCRIPT");
   EXPECT_EQ(usage_message({"-np", "2", "--blacklist-cooldown-range", "10"}),
             "option '--blacklist-cooldown-range' expects two values");
+  EXPECT_EQ(usage_message({"--min-np", "2", "--blacklist-cooldown-range", "100", "10", "cmd"}),
+            "--blacklist-cooldown-range: MIN 100 is more than MAX 10");
+  EXPECT_EQ(usage_message({"--min-np", "2", "--blacklist-cooldown-range", "0", "10", "cmd"}),
+            "--blacklist-cooldown-range MIN must be between 1 and 3600, got 0");
+  EXPECT_EQ(usage_message({"--min-np", "2", "--mpi", "cmd"}),
+            "elastic training (--min-np, --host-discovery-script) runs in Gloo mode, as "
+            "horovodrun's: drop --mpi");
+  EXPECT_EQ(usage_message({"--min-np", "3", "--max-np", "2", "cmd"}),
+            "--min-np 3 is more than --max-np 2");
+  EXPECT_EQ(usage_message({"-np", "5", "--min-np", "2", "--max-np", "4", "cmd"}),
+            "-np 5 must lie between --min-np and --max-np");
+  EXPECT_EQ(usage_message({"-H", "a:2", "--host-discovery-script", "d", "cmd"}),
+            "give the hosts either with --host-discovery-script or with -H/--hostfile, not both");
+  EXPECT_EQ(usage_message({"--min-np", "0", "cmd"}), "--min-np must be at least 1, got 0");
 }
 
 TEST(Options, AlternativesExcludeEachOther) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -207,6 +208,62 @@ TEST_F(ProcessGroupTest, HvdrunSignalledStopsEveryChild) {
   struct sigaction now {};
   sigaction(SIGTERM, nullptr, &now);
   EXPECT_EQ(now.sa_handler, SIG_DFL);
+}
+
+// GroupControl (an elastic job's driver): it starts children as it goes,
+// decides what their exits mean, stops them, and may fail the job.
+TEST_F(ProcessGroupTest, ControlStartsAndStopsChildrenAndJudgesExits) {
+  std::vector<int> statuses;
+  GroupControl control;
+  control.on_exit = [&](std::size_t, int status) {
+    statuses.push_back(status);
+    return true;  // not a job failure: the driver's business
+  };
+  int phase = 0;
+  control.poll = [&] {
+    GroupOrders orders;
+    orders.more_to_come = statuses.size() < 2;  // also while no child runs
+    if (phase == 0) {
+      orders.start.push_back(shell("echo first; exit 3", "[0]", "r0.log"));
+      phase = 1;
+    } else if (phase == 1 && statuses.size() == 1) {
+      orders.start.push_back(shell("echo $$; exec sleep 100", "[1]", "r1.log"));
+      phase = 2;
+    } else if (phase == 2 && !read("r1.log").empty()) {
+      orders.stop.push_back(1);
+      phase = 3;
+    }
+    return orders;
+  };
+  auto start = Clock::now();
+  JobResult result = run_process_group({}, 1.0, &control);
+  EXPECT_EQ(result.exit_code, 0) << result.failure;
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_TRUE(WIFEXITED(statuses[0]) && WEXITSTATUS(statuses[0]) == 3);
+  EXPECT_TRUE(WIFSIGNALED(statuses[1]) && WTERMSIG(statuses[1]) == SIGTERM);
+  EXPECT_FALSE(alive(pid_in("r1.log", "[1]")));
+  EXPECT_LT(seconds_since(start), 10.0);
+}
+
+TEST_F(ProcessGroupTest, ControlFailsTheJob) {
+  GroupControl control;
+  control.on_exit = [](std::size_t, int) { return true; };
+  bool started = false;
+  control.poll = [&] {
+    GroupOrders orders;
+    orders.more_to_come = true;
+    if (!started) {
+      orders.start.push_back(shell("echo $$; exec sleep 100", "[0]", "r0.log"));
+      started = true;
+    } else if (!read("r0.log").empty()) {
+      orders.failure = "not enough slots";
+    }
+    return orders;
+  };
+  JobResult result = run_process_group({}, 1.0, &control);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.failure, "not enough slots");
+  EXPECT_FALSE(alive(pid_in("r0.log", "[0]")));
 }
 
 }  // namespace

@@ -24,51 +24,20 @@ COLLECTIVE_TESTS=""
 if [ "${3:-}" = --mpi ]; then
   COLLECTIVE_TESTS=$(readlink -f "${4:?usage: two_host_netns.sh HVDRUN FAULT_WORKER --mpi COLLECTIVE_TESTS}")
 fi
-NS_A="hvdt-$$-a"
-NS_B="hvdt-$$-b"
-ADDR_A=10.203.0.1
-ADDR_B=10.203.0.2
 TAG="hvdnet-$$-$RANDOM$RANDOM"
 WORK=$(mktemp -d /tmp/hvdrun_netns.XXXXXX)
 PASSED=0
 FAILED=0
 
-cleanup() {
-  local pid
-  for pid in $(pgrep -f -- "$TAG"); do kill -KILL "$pid" 2>/dev/null; done
-  ip netns del "$NS_A" 2>/dev/null  # takes its end of the veth pair, and so the pair
-  ip netns del "$NS_B" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$(dirname "$0")/netns_pair.sh"
 
-if ! ip netns add "$NS_A" 2>"$WORK/err"; then
-  echo "SKIP: cannot create a network namespace ($(head -n1 "$WORK/err")); needs root and ip netns"
-  exit 77
-fi
-set -e
-ip netns add "$NS_B"
-ip link add hvdt0 netns "$NS_A" type veth peer name hvdt0 netns "$NS_B"
-ip -n "$NS_A" addr add "$ADDR_A/24" dev hvdt0
-ip -n "$NS_B" addr add "$ADDR_B/24" dev hvdt0
-for ns in "$NS_A" "$NS_B"; do
-  ip -n "$ns" link set lo up
-  ip -n "$ns" link set hvdt0 up
-done
-set +e
-
-# The "remote shell": host address -> namespace, then sh -c COMMAND.
-cat >"$WORK/rsh" <<EOF
-#!/bin/sh
-case "\$1" in
-  $ADDR_A) ns=$NS_A ;;
-  $ADDR_B) ns=$NS_B ;;
-  *) echo "rsh: unknown host \$1" >&2; exit 255 ;;
+netns_pair_create
+case $? in
+  0) ;;
+  77) exit 77 ;;
+  *) echo "FAIL: cannot set up the namespaces"; exit 1 ;;
 esac
-exec ip netns exec "\$ns" sh -c "\$2"
-EOF
-chmod +x "$WORK/rsh"
+
 # mpirun's agent: AGENT HOST COMMAND...; the namespace's own hostname too.
 cat >"$WORK/mpirsh" <<EOF
 #!/bin/sh

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "horovodcpp/elastic.h"
 #include "horovodcpp/horovodcpp.h"
 #include "tensor_export.h"
 #include "work.h"
@@ -70,6 +71,12 @@ void bind_basics(py::module_& m) {
   m.def("backend_name", &hvd::backend_name,
         "What the global set's collectives run on (\"mpi\", \"gloo\", \"shm\", \"shm+mpi\",\n"
         "\"shm+gloo\").");
+  m.def("elastic_enabled", &hvd::elastic_enabled,
+        "True when hvdrun started this process as an elastic job's worker.");
+  m.def("elastic_round", &hvd::elastic_round,
+        "The membership round the runtime last joined (0: none / not elastic).");
+  m.def("elastic_hosts_updated", &hvd::elastic_hosts_updated, no_gil,
+        "True when hvdrun published a newer membership than the one joined.");
   m.attr("__version__") = hvd::version();
 }
 

@@ -15,6 +15,7 @@
 
 #include "backend/gloo/gloo_store_adapter.h"
 #include "core/check.h"
+#include "core/elastic_worker.h"
 #include "core/env.h"
 #include "core/logging.h"
 #include "store/file_store.h"
@@ -187,7 +188,10 @@ GlooOptions GlooContext::options_from_environment() {
   return options;
 }
 
-std::shared_ptr<GlooContext> GlooContext::create() { return create(options_from_environment()); }
+std::shared_ptr<GlooContext> GlooContext::create() {
+  if (ElasticWorker* worker = ElasticWorker::get()) return create_elastic(*worker);
+  return create(options_from_environment());
+}
 
 std::shared_ptr<GlooContext> GlooContext::create(const GlooOptions& options) {
   const Topology& topology = options.topology;

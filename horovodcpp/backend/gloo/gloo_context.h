@@ -39,9 +39,12 @@ struct GlooOptions {
   std::string prefix;
 };
 
+class ElasticWorker;
+
 class GlooContext {
  public:
-  // Reads the options from the environment (see above) and connects.
+  // Reads the options from the environment (see above) and connects; in an
+  // elastic job, create_elastic().
   static std::shared_ptr<GlooContext> create();
   // Connects every rank of `options.topology` through `options.store`.
   // Throws BackendError if the rendezvous fails (e.g. a rank never came).
@@ -49,6 +52,9 @@ class GlooContext {
   // The options create() would use; throws InvalidArgument, saying what is
   // missing, for an incomplete or inconsistent environment.
   static GlooOptions options_from_environment();
+  // An elastic job's worker: the topology comes from the newest membership
+  // round in the store (gloo_elastic.cc).
+  static std::shared_ptr<GlooContext> create_elastic(ElasticWorker& worker);
 
   ~GlooContext();
   GlooContext(const GlooContext&) = delete;

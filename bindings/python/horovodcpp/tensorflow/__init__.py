@@ -31,6 +31,7 @@ from horovodcpp.common.process_sets import (  # noqa: F401
     ProcessSet, add_process_set, global_process_set, remove_process_set)
 from horovodcpp.common.util import check_num_rank_power_of_2  # noqa: F401
 from horovodcpp.common.util import resolve_op as handle_average_backwards_compatibility  # noqa
+from horovodcpp.tensorflow import elastic  # noqa: F401  (hvd.elastic.run, ...)
 from horovodcpp.tensorflow.compression import Compression  # noqa: F401
 from horovodcpp.tensorflow.functions import (  # noqa: F401
     allgather_object, broadcast_, broadcast_global_variables, broadcast_object,

@@ -138,22 +138,28 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for unit in self._units:
             if unit not in self._handles:
                 self._submit(unit)
-        for unit, (handle, ctxs) in self._handles.items():
-            outputs = handle() if callable(handle) else synchronize(handle)  # sparse: a function
-            for p in unit:
-                self._delay[p] = self.backward_passes_per_step
-            if ctxs is None:  # sparse: the gathered gradient replaces p.grad
-                unit[0].grad = outputs
-                continue
-            for p, output, ctx in zip(unit, outputs if len(unit) > 1 else [outputs], ctxs):
-                result = self._compression.decompress(output, ctx)
-                if p.grad.is_sparse:
-                    p.grad = result.to_sparse()
-                elif result is not p.grad:  # compressed: reduced in a copy
-                    p.grad.copy_(result)
-        self._handles.clear()
-        for ready in self._ready.values():
-            ready.clear()
+        try:
+            for unit, (handle, ctxs) in self._handles.items():
+                outputs = handle() if callable(handle) else synchronize(handle)  # sparse: a function
+                if ctxs is None:  # sparse: the gathered gradient replaces p.grad
+                    unit[0].grad = outputs
+                    continue
+                for p, output, ctx in zip(unit, outputs if len(unit) > 1 else [outputs], ctxs):
+                    result = self._compression.decompress(output, ctx)
+                    if p.grad.is_sparse:
+                        p.grad = result.to_sparse()
+                    elif result is not p.grad:  # compressed: reduced in a copy
+                        p.grad.copy_(result)
+        finally:
+            # Done, or failed (a rank died): either way the step's
+            # allreduces are over, and the next backward starts afresh
+            # (hvd.elastic.run retries after a failure).
+            for unit in self._handles:
+                for p in unit:
+                    self._delay[p] = self.backward_passes_per_step
+            self._handles.clear()
+            for ready in self._ready.values():
+                ready.clear()
         self._synchronized = True
 
     def set_backward_passes_per_step(self, passes):

@@ -23,7 +23,7 @@ from horovodcpp.tensorflow import (  # noqa: F401
     stop_timeline)
 from horovodcpp.tensorflow import ops as _ops
 from horovodcpp.tensorflow.functions import broadcast_global_variables  # noqa: F401
-from horovodcpp.tensorflow.keras import callbacks  # noqa: F401
+from horovodcpp.tensorflow.keras import callbacks, elastic  # noqa: F401
 from horovodcpp.tensorflow.keras.optimizer import (  # noqa: F401
     DistributedOptimizer, PartialDistributedOptimizer, load_model)
 

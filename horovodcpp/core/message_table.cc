@@ -218,7 +218,7 @@ Response MessageTable::respond(const std::vector<Request>& submitted) const {
   const bool zeros_work = first.op_type == OpType::kBarrier || first.op_type == OpType::kAllreduce;
   Response response;
   if (zeros_work) {
-    response = build_response(submitted);
+    response = build_response(submitted, size_);
     response.joined_template = first;
     response.joined_template.error.clear();
   } else {
@@ -374,7 +374,7 @@ std::vector<PendingTensor> MessageTable::pending_tensors() const {
   return result;
 }
 
-Response build_response(const std::vector<Request>& requests) {
+Response build_response(const std::vector<Request>& requests, int set_size) {
   const Request& first = requests.front();
   const std::string what = "tensor '" + first.name + "'";
 
@@ -429,12 +429,14 @@ Response build_response(const std::vector<Request>& requests) {
                                 "(float16, bfloat16, float32 or float64), got " +
                                 dtype_name(first.dtype));
     }
-    if ((size & (size - 1)) != 0) {
+    // Joined ranks take part (with zeros): the set's size counts.
+    const int ranks = set_size > 0 ? set_size : size;
+    if ((ranks & (ranks - 1)) != 0) {
       return error_response(first, ErrorKind::kInvalidArgument,
                             "allreduce of " + what +
                                 ": Adasum needs a power-of-two number of "
                                 "ranks (as in Horovod), this process set has " +
-                                std::to_string(size));
+                                std::to_string(ranks));
     }
   }
   if (first.op_type == OpType::kBroadcast && (first.root_rank < 0 || first.root_rank >= size)) {

@@ -68,8 +68,10 @@ class MessageTable {
   void release_group(std::vector<std::vector<Request>> members, std::vector<Response>& out);
 };
 
-// Validates one tensor's requests (one per rank, indexed by rank): an OK
-// Response, or an error Response naming the field and each rank's value.
-Response build_response(const std::vector<Request>& requests);
+// Validates one tensor's requests (one per submitting rank, in rank order):
+// an OK Response, or an error Response naming the field and each rank's
+// value. `set_size`: the ranks of the set, joined ones included (default:
+// every rank submitted).
+Response build_response(const std::vector<Request>& requests, int set_size = 0);
 
 }  // namespace hvd

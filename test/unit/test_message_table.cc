@@ -175,6 +175,11 @@ TEST(BuildResponseTest, AdasumNeedsFloatsAndPowerOfTwoRanks) {
     EXPECT_TRUE(contains(response.error_message, "has " + std::to_string(size)))
         << response.error_message;
   }
+  // With joined ranks the set's size counts: 3 submitting of 4 runs, 3 of 6 not.
+  auto three = agreeing(3, "g");
+  for (auto& r : three) r.reduce_op = ReduceOp::kAdasum;
+  EXPECT_EQ(build_response(three, 4).error_kind, ErrorKind::kNone);
+  EXPECT_EQ(build_response(three, 6).error_kind, ErrorKind::kInvalidArgument);
 }
 
 // ---- Alltoall

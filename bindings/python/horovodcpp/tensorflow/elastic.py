@@ -18,10 +18,12 @@ from horovodcpp.common.elastic import (  # noqa: F401
     HostsUpdatedInterrupt, ObjectState, State, run_fn)
 from horovodcpp.tensorflow.functions import broadcast_object, broadcast_variables
 
-# How a horovodcpp failure inside a tf.function (a collective's py_function
-# op) reaches the caller: a tf.errors.UnknownError naming the exception.
-_FAILURE_IN_GRAPH = re.compile(
-    r"\b(HorovodInternalError|RankFailureError|BackendError|HorovodTimeoutError): ")
+# How a horovodcpp failure reaches the caller through one of horovodcpp's
+# TensorFlow ops (eagerly or inside a tf.function): the error codes the ops
+# give a failed or shut-down rank (Aborted), a timeout (DeadlineExceeded) and
+# a backend failure (Unknown), with the op's name in the message.
+_FAILURE_CODES = (tf.errors.AbortedError, tf.errors.DeadlineExceededError, tf.errors.UnknownError)
+_HOROVODCPP_OP = re.compile(r"\bHorovodcpp[A-Z]\w*")
 
 
 def run(func):
@@ -32,8 +34,8 @@ def run(func):
     def wrapper(state, *args, **kwargs):
         try:
             return func(state, *args, **kwargs)
-        except tf.errors.OpError as e:
-            if _FAILURE_IN_GRAPH.search(e.message or ""):
+        except _FAILURE_CODES as e:
+            if _HOROVODCPP_OP.search(e.message or "") or _HOROVODCPP_OP.search(str(e)):
                 raise HorovodInternalError(e.message) from e
             raise
 

@@ -1,5 +1,8 @@
 #include "core/coordinator.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -75,6 +78,13 @@ void Coordinator::stop() {
 }
 
 void Coordinator::loop() {
+  // The transports write to sockets from this thread: a write to a peer
+  // that died must fail (and name the peer), not kill the process with
+  // SIGPIPE before it can say anything. Only this thread's mask changes.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   try {
     while (run_cycle()) {
       const auto now = std::chrono::steady_clock::now();

@@ -99,8 +99,10 @@ void MpiBackend::allreduce(void* buffer, std::size_t count, DataType dtype, Redu
   char* bytes = static_cast<char*>(buffer);
   const std::size_t element_size = dtype_size(dtype);
   for_each_chunk(count, chunk_elements(dtype), [&](std::size_t offset, int n) {
-    HVD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + offset * element_size, n, datatype,
-                                mpi_reduce_op, context_->data_comm()));
+    context_->run(MpiPlane::kData, "MPI_Iallreduce", [&](MPI_Request* r) {
+      return MPI_Iallreduce(MPI_IN_PLACE, bytes + offset * element_size, n, datatype, mpi_reduce_op,
+                            context_->data_comm(), r);
+    });
   });
 }
 
@@ -108,8 +110,10 @@ void MpiBackend::chunked_broadcast(char* buffer, std::size_t count, DataType dty
   const MPI_Datatype datatype = mpi_datatype(dtype);
   const std::size_t element_size = dtype_size(dtype);
   for_each_chunk(count, chunk_elements(dtype), [&](std::size_t offset, int n) {
-    HVD_MPI_CHECK(
-        MPI_Bcast(buffer + offset * element_size, n, datatype, root, context_->data_comm()));
+    context_->run(MpiPlane::kData, "MPI_Ibcast", [&](MPI_Request* r) {
+      return MPI_Ibcast(buffer + offset * element_size, n, datatype, root, context_->data_comm(),
+                        r);
+    });
   });
 }
 
@@ -150,9 +154,11 @@ void MpiBackend::allgatherv(const void* input, void* output, const std::vector<s
       int_counts[r] = static_cast<int>(counts[r]);
       displacements[r] = static_cast<int>(offsets[r]);
     }
-    HVD_MPI_CHECK(MPI_Allgatherv(in_place ? MPI_IN_PLACE : input, static_cast<int>(my_count),
-                                 datatype, out, int_counts.data(), displacements.data(), datatype,
-                                 context_->data_comm()));
+    context_->run(MpiPlane::kData, "MPI_Iallgatherv", [&](MPI_Request* r) {
+      return MPI_Iallgatherv(in_place ? MPI_IN_PLACE : input, static_cast<int>(my_count), datatype,
+                             out, int_counts.data(), displacements.data(), datatype,
+                             context_->data_comm(), r);
+    });
     return;
   }
   // Each rank in turn broadcasts its part from its slot of the output.
@@ -177,8 +183,9 @@ void MpiBackend::alltoallv(const void* input, const std::vector<std::size_t>& se
   // Counts and displacements are ints; whether they fit is known per rank,
   // and every rank must take the same path.
   int too_large = std::max(send_total, recv_total) > chunk_elements(dtype) ? 1 : 0;
-  HVD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &too_large, 1, MPI_INT, MPI_MAX,
-                              context_->data_comm()));
+  context_->run(MpiPlane::kData, "MPI_Iallreduce", [&](MPI_Request* r) {
+    return MPI_Iallreduce(MPI_IN_PLACE, &too_large, 1, MPI_INT, MPI_MAX, context_->data_comm(), r);
+  });
   if (too_large) {
     pairwise_alltoallv(static_cast<const char*>(input), send_counts, static_cast<char*>(output),
                        recv_counts, dtype);
@@ -188,9 +195,11 @@ void MpiBackend::alltoallv(const void* input, const std::vector<std::size_t>& se
   const std::vector<int> int_send_offsets = to_ints(send_offsets);
   const std::vector<int> int_recv_counts = to_ints(recv_counts);
   const std::vector<int> int_recv_offsets = to_ints(recv_offsets);
-  HVD_MPI_CHECK(MPI_Alltoallv(input, int_send_counts.data(), int_send_offsets.data(), datatype,
-                              output, int_recv_counts.data(), int_recv_offsets.data(), datatype,
-                              context_->data_comm()));
+  context_->run(MpiPlane::kData, "MPI_Ialltoallv", [&](MPI_Request* r) {
+    return MPI_Ialltoallv(input, int_send_counts.data(), int_send_offsets.data(), datatype, output,
+                          int_recv_counts.data(), int_recv_offsets.data(), datatype,
+                          context_->data_comm(), r);
+  });
 }
 
 void MpiBackend::pairwise_alltoallv(const char* input, const std::vector<std::size_t>& send_counts,
@@ -226,8 +235,9 @@ void MpiBackend::pairwise_alltoallv(const char* input, const std::vector<std::si
       HVD_MPI_CHECK(MPI_Isend(input + (send_offsets[to] + offset) * element_size, n, datatype, to,
                               kTag, context_->data_comm(), &requests.back()));
     });
-    HVD_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-                              MPI_STATUSES_IGNORE));
+    for (MPI_Request& request : requests) {
+      context_->wait(MpiPlane::kData, &request, "MPI_Isend/MPI_Irecv");
+    }
   }
 }
 
@@ -245,8 +255,10 @@ void MpiBackend::reducescatter(void* buffer, void* output, const std::vector<std
   char* bytes = static_cast<char*>(buffer);
   if (total <= chunk_elements(dtype)) {
     const std::vector<int> int_counts = to_ints(counts);
-    HVD_MPI_CHECK(MPI_Reduce_scatter(bytes, output, int_counts.data(), datatype, mpi_reduce_op,
-                                     context_->data_comm()));
+    context_->run(MpiPlane::kData, "MPI_Ireduce_scatter", [&](MPI_Request* r) {
+      return MPI_Ireduce_scatter(bytes, output, int_counts.data(), datatype, mpi_reduce_op,
+                                 context_->data_comm(), r);
+    });
     return;
   }
   // Each rank's share in turn, reduced to it in chunks.
@@ -254,9 +266,11 @@ void MpiBackend::reducescatter(void* buffer, void* output, const std::vector<std
   char* out = static_cast<char*>(output);
   for (int r = 0; r < topology.size; ++r) {
     for_each_chunk(counts[r], chunk_elements(dtype), [&](std::size_t offset, int n) {
-      HVD_MPI_CHECK(MPI_Reduce(bytes + (offsets[r] + offset) * element_size,
-                               r == topology.rank ? out + offset * element_size : nullptr, n,
-                               datatype, mpi_reduce_op, r, context_->data_comm()));
+      context_->run(MpiPlane::kData, "MPI_Ireduce", [&](MPI_Request* request) {
+        return MPI_Ireduce(bytes + (offsets[r] + offset) * element_size,
+                           r == topology.rank ? out + offset * element_size : nullptr, n, datatype,
+                           mpi_reduce_op, r, context_->data_comm(), request);
+      });
     });
   }
 }

@@ -49,10 +49,12 @@ double parse_number(const std::string& what, const std::string& text) {
 // Canonical long names of every option that takes a value, and of switches.
 const std::set<std::string>& value_options() {
   static const std::set<std::string> names = {
-      "num-proc",          "hosts",          "hostfile",       "network-interface",
-      "ssh-port",          "ssh-identity-file", "output-filename", "start-timeout",
-      "fusion-threshold-mb", "cycle-time-ms", "cache-capacity", "timeline-filename",
-      "log-level",         "config-file",    "remote-shell",   "autotune-log-file"};
+      "num-proc",          "hosts",          "hostfile",
+      "network-interface", "ssh-port",       "ssh-identity-file",
+      "output-filename",   "start-timeout",  "fusion-threshold-mb",
+      "cycle-time-ms",     "cache-capacity", "timeline-filename",
+      "log-level",         "config-file",    "remote-shell",
+      "autotune-log-file", "peer-timeout"};
   return names;
 }
 const std::set<std::string>& switch_options() {
@@ -120,6 +122,9 @@ void apply(Options& options, const std::string& name, const std::string& shown,
   } else if (name == "timeline-filename") {
     if (value.empty()) usage(shown + " expects a file name");
     options.rank_settings["HOROVODCPP_TIMELINE"] = value;
+  } else if (name == "peer-timeout") {
+    if (parse_number(shown, value) <= 0) usage(shown + " must be positive, got " + trim(value));
+    options.rank_settings["HOROVODCPP_PEER_TIMEOUT_SECONDS"] = trim(value);
   } else if (name == "autotune-log-file") {
     if (value.empty()) usage(shown + " expects a file name");
     options.rank_settings["HOROVODCPP_AUTOTUNE_LOG"] = value;
@@ -324,6 +329,14 @@ Rank settings (forwarded to every rank as environment variables):
   --autotune-log-file F      HOROVODCPP_AUTOTUNE_LOG (CSV of the samples)
   --log-level L              HOROVODCPP_LOG_LEVEL (trace, debug, info,
                              warning, error, fatal)
+  --peer-timeout S           HOROVODCPP_PEER_TIMEOUT_SECONDS: how long a rank
+                             waits inside a collective for a peer that does
+                             not answer before every rank fails, naming it
+                             (default 30). A rank frozen longer than this
+                             (suspended, in a debugger) or one collective
+                             slower than this fails the job; a rank busy in
+                             its own code (a checkpoint) does not: that is
+                             bounded by HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS
   --config-file F            "key: value" or "key=value" lines of the long
                              option names above (e.g. "cycle-time-ms: 2");
                              options on the command line win
@@ -355,10 +368,13 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
                                         for every rank's call (default 60)
   HOROVODCPP_SHM                    0: no shared-memory data path when all ranks
                                     share a host (default 1: use it)
-  HOROVODCPP_SHM_TIMEOUT_SECONDS    shared-memory wait for a peer before failing
-                                    (default 30; a dead peer fails within ~0.1 s)
+  HOROVODCPP_PEER_TIMEOUT_SECONDS   wait inside a collective for a peer that does
+                                    not answer (default 30); a dead peer fails at
+                                    once where the transport sees it (shared
+                                    memory, a closed connection)
+  HOROVODCPP_SHM_TIMEOUT_SECONDS    the same for shared memory alone
   HOROVODCPP_SHM_SLOT_BYTES         shared-memory chunk per rank (default 256 KiB)
-  HOROVODCPP_GLOO_TIMEOUT_SECONDS   Gloo rendezvous/collective timeout (default 30)
+  HOROVODCPP_GLOO_TIMEOUT_SECONDS   the same for Gloo alone, rendezvous included
   HOROVODCPP_GPU_OPERATIONS         CUDA tensors: nccl (default when built) or
                                     mpi|gloo (staged through pinned host memory
                                     onto the job's CPU transport)

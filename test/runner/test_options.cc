@@ -114,19 +114,51 @@ TEST(Options, HelpAndCheckBuildNeedNoCommand) {
 
 TEST(Options, HelpListsEveryFlagAndSetting) {
   std::string help = help_text();
-  for (const char* word :
-       {"-np", "--num-proc", "-H", "--hosts", "--hostfile", "--mpi", "--gloo",
-        "--network-interface", "-p", "-i", "--output-filename", "--verbose", "--start-timeout",
-        "--check-build", "--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity",
-        "--timeline-filename", "--log-level", "--config-file", "--remote-shell", "--help",
-        "--autotune", "--autotune-log-file", "HOROVODCPP_AUTOTUNE", "HOROVODCPP_CACHE_CAPACITY",
-        "HOROVODCPP_CYCLE_TIME", "HOROVODCPP_LOG_LEVEL", "HOROVODCPP_CPU_OPERATIONS",
-        "HOROVODCPP_CONTROLLER", "HOROVODCPP_GLOO_TIMEOUT_SECONDS", "HOROVODCPP_GLOO_IFACE",
-        "HOROVODCPP_PROCESS_SET_TIMEOUT_SECONDS",
-        "HOROVODCPP_SHM", "HOROVODCPP_SHM_TIMEOUT_SECONDS",
-        "HOROVODCPP_SHM_SLOT_BYTES", "HOROVODCPP_GPU_OPERATIONS", "HOROVODCPP_NCCL_TIMEOUT_SECONDS",
-        "HOROVODCPP_HIERARCHICAL_ALLREDUCE",
-        "HVDRUN_REMOTE_SHELL", "HOROVOD_", "SLURM_JOB_NODELIST", "PBS_NODEFILE"}) {
+  for (const char* word : {"-np",
+                           "--num-proc",
+                           "-H",
+                           "--hosts",
+                           "--hostfile",
+                           "--mpi",
+                           "--gloo",
+                           "--network-interface",
+                           "-p",
+                           "-i",
+                           "--output-filename",
+                           "--verbose",
+                           "--start-timeout",
+                           "--check-build",
+                           "--fusion-threshold-mb",
+                           "--cycle-time-ms",
+                           "--cache-capacity",
+                           "--timeline-filename",
+                           "--log-level",
+                           "--config-file",
+                           "--remote-shell",
+                           "--help",
+                           "--autotune",
+                           "--autotune-log-file",
+                           "--peer-timeout",
+                           "HOROVODCPP_PEER_TIMEOUT_SECONDS",
+                           "HOROVODCPP_AUTOTUNE",
+                           "HOROVODCPP_CACHE_CAPACITY",
+                           "HOROVODCPP_CYCLE_TIME",
+                           "HOROVODCPP_LOG_LEVEL",
+                           "HOROVODCPP_CPU_OPERATIONS",
+                           "HOROVODCPP_CONTROLLER",
+                           "HOROVODCPP_GLOO_TIMEOUT_SECONDS",
+                           "HOROVODCPP_GLOO_IFACE",
+                           "HOROVODCPP_PROCESS_SET_TIMEOUT_SECONDS",
+                           "HOROVODCPP_SHM",
+                           "HOROVODCPP_SHM_TIMEOUT_SECONDS",
+                           "HOROVODCPP_SHM_SLOT_BYTES",
+                           "HOROVODCPP_GPU_OPERATIONS",
+                           "HOROVODCPP_NCCL_TIMEOUT_SECONDS",
+                           "HOROVODCPP_HIERARCHICAL_ALLREDUCE",
+                           "HVDRUN_REMOTE_SHELL",
+                           "HOROVOD_",
+                           "SLURM_JOB_NODELIST",
+                           "PBS_NODEFILE"}) {
     EXPECT_NE(help.find(word), std::string::npos) << word;
   }
 }
@@ -209,6 +241,15 @@ TEST(Options, BadInputs) {
             "give either -H/--hosts or --hostfile, not both");
   EXPECT_EQ(usage_message({"-np", "2", "--remote-shell", "ssh", "cmd"}),
             "--remote-shell must contain {host}, e.g. 'ssh -o BatchMode=yes {host}'; got 'ssh'");
+}
+
+TEST(Options, PeerTimeoutIsForwardedToTheRanks) {
+  Options o = parse_options({"-np", "2", "--peer-timeout", "2.5", "cmd"});
+  EXPECT_EQ(o.rank_settings.at("HOROVODCPP_PEER_TIMEOUT_SECONDS"), "2.5");
+  EXPECT_EQ(usage_message({"-np", "2", "--peer-timeout", "0", "cmd"}),
+            "--peer-timeout must be positive, got 0");
+  EXPECT_EQ(usage_message({"-np", "2", "--peer-timeout", "soon", "cmd"}),
+            "--peer-timeout expects a number, got 'soon'");
 }
 
 }  // namespace

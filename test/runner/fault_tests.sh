@@ -16,13 +16,27 @@
 #             two ranks (host-staged allreduce): a SIGKILLed rank makes the
 #             three others fail within 10 s; again with survivors that stay
 #             alive after their error
+#   LOOP stop / LOOP kill  a 3-rank training loop runs under hvdrun
+#             --peer-timeout 3 (LOOP: cpp, fault_worker submitting 4
+#             tensors a step; torch, fault_train.py with horovodcpp.torch's
+#             DistributedOptimizer); the script SIGSTOPs or SIGKILLs rank 1
+#             from outside, as a user would. hvdrun must exit non-zero within
+#             STOP_LIMIT / KILL_LIMIT seconds of the signal with a line
+#             naming rank 1, and both survivors name rank 1 (but after SIGKILL
+#             under MPI: mpirun kills them at once). The PASS line gives
+#             the time from the signal to hvdrun's exit.
+#   busy      rank 1 of the C++ loop sleeps 7 s in one step (longer than the
+#             peer timeout, as a checkpoint would): the job must succeed
 # After each case no process of the job may remain (found by a unique
 # --tag), and no shared-memory segment of horovodcpp (/dev/shm/hvdcpp-*)
 # that was not there before.
 #
-# usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...] [--shm]   (default: --mpi --gloo)
+# usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...] [--shm] [--torch PYTHON SCRIPT]
+# (default modes: --mpi --gloo)
 # --shm: the build has the shared-memory path: also run "shm survivors"
 # and "staged survivors" (with --gloo).
+# --torch: run the torch loop too, SCRIPT (fault_train.py) with PYTHON
+# (skipped, with a note, when that Python cannot import horovodcpp.torch).
 # Prints one line per case and "N passed, M failed"; exits 1 if any failed.
 set -u
 
@@ -31,14 +45,37 @@ WORKER=$(readlink -f "${2:?usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...]}"
 shift 2
 MODES=()
 SHM=0
-for arg in "$@"; do
-  if [ "$arg" = --shm ]; then SHM=1; else MODES+=("$arg"); fi
+PYTHON=""
+TRAIN_SCRIPT=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --shm) SHM=1 ;;
+    --torch) PYTHON=$2; TRAIN_SCRIPT=$(readlink -f "$3"); shift 2 ;;
+    *) MODES+=("$1") ;;
+  esac
+  shift
 done
 [ ${#MODES[@]} -eq 0 ] && MODES=(--mpi --gloo)
+LOOPS=(cpp)
+if [ -n "$PYTHON" ]; then
+  if "$PYTHON" -c "import torch, horovodcpp.torch" 2>/dev/null; then
+    LOOPS+=(torch)
+  else
+    echo "note: $PYTHON cannot import torch and horovodcpp.torch: the torch loop is not run"
+  fi
+fi
 
 NP=3
 LIMIT=10            # seconds hvdrun may take to fail
 SAFETY=60           # hard stop for a hung hvdrun
+PEER_TIMEOUT=3      # hvdrun --peer-timeout of the training loops
+# From the signal to hvdrun's exit. SIGSTOP: by design at most the peer
+# timeout (3 s), the roll call (2 s), hvdrun's failure grace (6 s, over a
+# second after every rank has reported) and its SIGTERM-to-SIGKILL grace
+# (3 s): 14 s; usually 6-8 s. SIGKILL: the roll call and a second, or
+# mpirun at once. Plus slack for a loaded machine.
+STOP_LIMIT=20
+KILL_LIMIT=10
 WORKER_COMM=$(basename "$WORKER" | cut -c1-15)
 
 WORK=$(mktemp -d /tmp/hvdrun_fault.XXXXXX)
@@ -309,10 +346,102 @@ $errors" "$WORK/$name.log"
   fi
 }
 
+# Starts a 3-rank training loop under hvdrun in the background (sets
+# HVDRUN_PID) and waits until it runs: rank 0 past step 20 and rank 1's pid
+# printed (sets VICTIM; empty if the loop did not get there in 60 s).
+start_loop() {  # mode loop tag log [worker flags...]
+  local mode=$1 loop=$2 tag=$3 log=$4 i
+  shift 4
+  local command=("$WORKER" --iters 100000000 --sleep-ms 10 --tensors 4 --count 4096 "$@")
+  [ "$loop" = torch ] && command=("$PYTHON" "$TRAIN_SCRIPT")
+  # Python ranks importing torch on a loaded machine take a while to start.
+  timeout -s KILL $((2 * SAFETY)) "$HVDRUN" -np "$NP" "$mode" --peer-timeout "$PEER_TIMEOUT" \
+    "${command[@]}" --tag "$tag" >"$log" 2>&1 &
+  HVDRUN_PID=$!
+  VICTIM=""
+  for i in $(seq $((10 * SAFETY))); do
+    VICTIM=$(grep -o "fault_[a-z]* rank 1 pid [0-9]*" "$log" | head -n 1 | awk '{print $NF}')
+    [ -n "$VICTIM" ] && grep -qE "fault_[a-z]* step ([2-9][0-9]|[0-9]{3,})$" "$log" && return
+    kill -0 "$HVDRUN_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  VICTIM=""
+}
+
+# A rank of a training loop stopped or killed from outside.
+train_case() {  # mode loop stop|kill
+  local mode=$1 loop=$2 fault=$3 tag="hvdft-$$-$RANDOM$RANDOM" name="${1#--} $2 $3"
+  local log="$WORK/${mode#--}-$loop-$fault.log" start rc took why="" segments limit r left
+  ALL_TAGS+=("$tag")
+  segments=$(shm_segments)
+  start_loop "$mode" "$loop" "$tag" "$log"
+  if [ -z "$VICTIM" ]; then
+    for left in $(job_pids "$tag"); do kill -KILL "$left" 2>/dev/null; done
+    wait "$HVDRUN_PID"
+    report "$name" 0 "the loop did not start: $(grep -o 'fault_[a-z]* rank [0-9] pid [0-9]*' "$log" |
+      tr '\n' ' ')$(grep -c 'step' "$log") steps" "$log"
+    return
+  fi
+  start=$(now)
+  if [ "$fault" = stop ]; then kill -STOP "$VICTIM"; else kill -KILL "$VICTIM"; fi
+  wait "$HVDRUN_PID"
+  rc=$?
+  took=$(elapsed "$start")
+  limit=$KILL_LIMIT
+  [ "$fault" = stop ] && limit=$STOP_LIMIT
+  if [ "$rc" -eq 0 ]; then why+="hvdrun exited 0; "; fi
+  if [ "$(echo "$took > $limit" | bc)" = 1 ]; then why+="took ${took}s (limit ${limit}s); "; fi
+  if [ "$fault" = stop ]; then
+    grep -q "^hvdrun: rank 1 stopped answering" "$log" || why+="hvdrun's line does not name rank 1; "
+  else
+    grep -qE "^hvdrun: rank 1 (.*killed by signal 9|stopped answering)" "$log" ||
+      why+="hvdrun's line does not name rank 1; "
+  fi
+  # Under MPI, mpirun kills the survivors the moment a rank dies, before
+  # they can say anything; everywhere else each survivor names rank 1.
+  if [ "$fault" = stop ] || [ "$mode" != --mpi ]; then
+    for r in 0 2; do
+      # Gloo labels "[0]<stderr>: ", Open MPI "[1,0]<stderr>:".
+      grep -qE "^\[(1,)?$r\]<std(err|out)>:.*rank 1 (stopped answering|\(pid [0-9]+\) died)" \
+        "$log" || why+="survivor rank $r does not name rank 1; "
+    done
+  fi
+  if left=$(leftovers "$tag"); then why+="$left; "; fi
+  if left=$(new_segments "$segments"); then why+="$left; "; fi
+  if [ -z "$why" ]; then
+    report "$name" 1 "hvdrun exited $(printf '%.1f' "$took")s after SIG${fault^^}, exit code $rc: $(grep -m1 '^hvdrun: ' "$log" | cut -c1-150)" "$log"
+  else
+    report "$name" 0 "$why(exit code $rc)" "$log"
+  fi
+}
+
+# Rank 1 busy in its own code for longer than the peer timeout (the others
+# wait for its tensors, not inside a collective): the job goes on.
+busy_case() {  # mode
+  local mode=$1 tag="hvdft-$$-$RANDOM$RANDOM" name="${1#--} busy" log="$WORK/${1#--}-busy.log" rc why=""
+  ALL_TAGS+=("$tag")
+  timeout -s KILL "$SAFETY" "$HVDRUN" -np "$NP" "$mode" --peer-timeout "$PEER_TIMEOUT" "$WORKER" \
+    --iters 40 --sleep-ms 10 --tensors 4 --busy-rank 1 --busy-at 20 --busy-ms 7000 \
+    --tag "$tag" >"$log" 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] || why+="hvdrun exited $rc; "
+  [ "$(grep -c "fault_worker rank [0-9] of 3 host .* ok" "$log")" -eq 3 ] || why+="not every rank finished; "
+  if [ -z "$why" ]; then
+    report "$name" 1 "rank 1 busy 7 s with --peer-timeout $PEER_TIMEOUT: the job succeeded" "$log"
+  else
+    report "$name" 0 "$why" "$log"
+  fi
+}
+
 for mode in "${MODES[@]}"; do
   for case in exit sigkill sigint; do
     run_case "$mode" "$case"
   done
+  for loop in "${LOOPS[@]}"; do
+    train_case "$mode" "$loop" stop
+    train_case "$mode" "$loop" kill
+  done
+  busy_case "$mode"
   [ "$mode" = --gloo ] && unreachable_host
   [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && shm_survivors
   [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors

@@ -64,8 +64,8 @@ std::vector<int> parse_rank_list(const std::string& text) {
   return ranks;
 }
 
-void throw_peer_failure(const std::string& what, const std::vector<int>& silent,
-                        const std::string& cause) {
+RankFailure peer_failure(const std::string& what, const std::vector<int>& silent,
+                         const std::string& cause) {
   std::ostringstream message;
   if (silent.empty()) {
     message << what << " failed (" << cause
@@ -73,7 +73,7 @@ void throw_peer_failure(const std::string& what, const std::vector<int>& silent,
   } else {
     message << what << ": " << ranks_str(silent) << " stopped answering (" << cause << ")";
   }
-  throw RankFailure(message.str(), silent);
+  return RankFailure(message.str(), silent);
 }
 
 }  // namespace hvd

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "horovodcpp/errors.h"
+
 namespace hvd {
 
 // HOROVODCPP_PEER_TIMEOUT_SECONDS (hvdrun --peer-timeout), default 30: how
@@ -36,10 +38,10 @@ std::string ranks_str(const std::vector<int>& ranks);
 std::string rank_list_text(const std::vector<int>& ranks);
 std::vector<int> parse_rank_list(const std::string& text);
 
-// Throws the RankFailure of a rank that gave up on `what` (e.g. "Gloo
-// allreduce") because of `cause` (e.g. "no progress for 30 s"), naming the
-// `silent` ranks (RankFailure::ranks()).
-[[noreturn]] void throw_peer_failure(const std::string& what, const std::vector<int>& silent,
-                                     const std::string& cause);
+// The RankFailure of a rank that gave up on `what` (e.g. "Gloo allreduce")
+// because of `cause` (e.g. "no progress for 30 s"), naming the `silent`
+// ranks (RankFailure::ranks()).
+RankFailure peer_failure(const std::string& what, const std::vector<int>& silent,
+                         const std::string& cause);
 
 }  // namespace hvd

@@ -260,7 +260,7 @@ void GlooContext::give_up(const std::string& operation, const std::string& cause
                           const std::vector<int>& blamed, bool listen) {
   check_usable();
   const Topology& topology = options_.topology;
-  if (!options_.store) throw_peer_failure(operation, blamed, cause);  // a single rank
+  if (!options_.store) throw peer_failure(operation, blamed, cause);  // a single rank
   Store& store = *options_.store;
   HVD_LOG(Info) << operation << ": giving up (" << cause << "); roll call of the other ranks";
   // A notice is the (maybe empty) list of the ranks its poster blames.
@@ -289,12 +289,9 @@ void GlooContext::give_up(const std::string& operation, const std::string& cause
     }
   }
   silent_.assign(named.begin(), named.end());
-  try {
-    throw_peer_failure(operation, silent_, cause);
-  } catch (const RankFailure& e) {
-    verdict_ = e.what();
-    throw;
-  }
+  const RankFailure failure = peer_failure(operation, silent_, cause);
+  verdict_ = failure.what();
+  throw failure;
 }
 
 std::shared_ptr<GlooContext> GlooContext::connect(const GlooOptions& options,

@@ -90,12 +90,9 @@ void MpiRollCall::give_up(const std::string& what, const std::string& cause,
     if (!heard[at]) named.insert(world_ranks_[at]);
   }
   silent_.assign(named.begin(), named.end());
-  try {
-    throw_peer_failure(what, silent_, cause);
-  } catch (const RankFailure& e) {
-    verdict_ = e.what();
-    throw;
-  }
+  const RankFailure failure = peer_failure(what, silent_, cause);
+  verdict_ = failure.what();
+  throw failure;
 }
 
 }  // namespace hvd

@@ -399,6 +399,15 @@ std::vector<Flag> build_table() {
   t.add({"--gloo-timeout-seconds"}, kValue, "S", "HOROVODCPP_GLOO_TIMEOUT_SECONDS",
         set_int("HOROVODCPP_GLOO_TIMEOUT_SECONDS", 1))
       .config("library_options.gloo_timeout_seconds");
+  t.add({"--peer-timeout"}, kValue, "S",
+        "HOROVODCPP_PEER_TIMEOUT_SECONDS: how long a rank waits inside a collective for a "
+        "peer that does not answer before every rank fails, naming it (default 30). A rank "
+        "frozen longer (suspended, in a debugger) or one collective slower than this fails the "
+        "job; a rank busy in its own code (a checkpoint) is bounded by the stall shutdown instead",
+        [](Options& o, const std::string& shown, const Values& v) {
+          if (parse_number(shown, v[0]) <= 0) usage(shown + " must be positive, got " + trim(v[0]));
+          o.rank_settings["HOROVODCPP_PEER_TIMEOUT_SECONDS"] = trim(v[0]);
+        });
   t.add({"--log-level"}, kValue, "LEVEL",
         "HOROVODCPP_LOG_LEVEL: trace, debug, info, warning, error or fatal (any case)",
         [](Options& o, const std::string& shown, const Values& v) {

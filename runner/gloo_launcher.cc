@@ -7,6 +7,7 @@
 
 #include <ifaddrs.h>
 #include <netdb.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -120,6 +121,8 @@ std::vector<ChildSpec> gloo_children(const Options& options,
     env["HOROVODCPP_CPU_OPERATIONS"] = "gloo";
     env["HOROVODCPP_GLOO_RENDEZVOUS_ADDR"] = rendezvous.host;
     env["HOROVODCPP_GLOO_RENDEZVOUS_PORT"] = std::to_string(rendezvous.port);
+    // The same store takes the ranks' reports (horovodcpp/core/hvdrun_link.h).
+    env["HOROVODCPP_HVDRUN_STORE"] = rendezvous.host + ":" + std::to_string(rendezvous.port);
     if (!options.network_interfaces.empty()) {
       // Gloo uses one interface; NCCL may use them all (as horovodrun does).
       env["HOROVODCPP_GLOO_IFACE"] = options.network_interfaces.front();
@@ -152,6 +155,25 @@ std::vector<ChildSpec> gloo_children(const Options& options,
     children.push_back(std::move(child));
   }
   return children;
+}
+
+std::vector<RemoteCommand> remote_signal_commands(const Options& options,
+                                                  const std::vector<RankPlacement>& placements,
+                                                  const std::function<long(int)>& pid_of, int sig) {
+  std::vector<RemoteCommand> commands;
+  for (const RankPlacement& p : placements) {
+    if (is_local_host(p.host)) continue;
+    const long pid = pid_of(p.rank);
+    if (pid <= 0) continue;
+    const std::string id = std::to_string(pid);
+    RemoteCommand c;
+    c.host = p.host;
+    c.argv = remote_shell_words(options, p.host);
+    c.argv.push_back(sig == SIGTERM ? "kill -TERM " + id + "; kill -CONT " + id
+                                    : "kill -KILL " + id);
+    commands.push_back(std::move(c));
+  }
+  return commands;
 }
 
 }  // namespace hvdrun

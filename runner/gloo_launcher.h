@@ -2,6 +2,7 @@
 // remote shell) with the environment that tells it its place in the job.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "runner/hosts.h"
 #include "runner/options.h"
 #include "runner/process_group.h"
+#include "runner/remote_commands.h"
 
 namespace hvdrun {
 
@@ -24,7 +26,8 @@ bool is_local_host(const std::string& host);
 // One child per rank. Each gets HOROVODCPP_RANK, _SIZE, _LOCAL_RANK,
 // _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE, _HOSTNAME (its host as listed) and
 // the same seven by Horovod's names (HOROVOD_RANK, ...);
-// HOROVODCPP_CPU_OPERATIONS=gloo, _GLOO_RENDEZVOUS_ADDR/_PORT; with
+// HOROVODCPP_CPU_OPERATIONS=gloo, _GLOO_RENDEZVOUS_ADDR/_PORT, _HVDRUN_STORE
+// (the same store, for the ranks' reports); with
 // --network-interface, HOROVODCPP_GLOO_IFACE (the first) and
 // NCCL_SOCKET_IFNAME (all); the rank settings; and `forwarded` (see
 // environment.h). A remote rank runs as: the remote-shell words with {host}
@@ -41,5 +44,14 @@ std::string shell_quote(const std::string& word);
 // The command that reaches `host`: options.remote_shell split into words
 // with {host} replaced, or "ssh -o BatchMode=yes [-p PORT] [-i KEY] HOST".
 std::vector<std::string> remote_shell_words(const Options& options, const std::string& host);
+
+// The commands that send `sig` to the ranks on remote hosts, by the pids
+// they reported (`pid_of(rank)`; 0: unknown, skipped), through the remote
+// shell: a rank does not die with the remote shell that started it.
+// `sig` is SIGTERM, which comes with a SIGCONT (a stopped rank handles its
+// TERM only once continued), or SIGKILL.
+std::vector<RemoteCommand> remote_signal_commands(const Options& options,
+                                                  const std::vector<RankPlacement>& placements,
+                                                  const std::function<long(int)>& pid_of, int sig);
 
 }  // namespace hvdrun

@@ -1,21 +1,15 @@
 // hvdrun: launches a horovodcpp job through mpirun (MPI mode) or by starting
 // every rank itself around a TCP rendezvous store (Gloo mode).
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
+#include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <fstream>
 #include <iostream>
@@ -25,7 +19,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "runner/check_build.h"
@@ -34,8 +27,11 @@
 #include "runner/gloo_launcher.h"
 #include "runner/hosts.h"
 #include "runner/mpi_command.h"
+#include "runner/mpirun_output.h"
 #include "runner/options.h"
 #include "runner/process_group.h"
+#include "runner/rank_reports.h"
+#include "runner/remote_commands.h"
 #include "store/tcp_store.h"
 #include "store/tcp_store_server.h"
 
@@ -56,6 +52,13 @@ namespace hvdrun {
 namespace {
 
 [[noreturn]] void usage(const std::string& message) { throw UsageError{message}; }
+
+// How long ranks have to exit after SIGTERM before SIGKILL.
+constexpr double kGraceSeconds = 3.0;
+// After the first failure, how long the other ranks have to fail by
+// themselves, each naming what it saw (a roll call takes 2 to 5 s), before
+// SIGTERM; over as soon as every rank has reported or been named.
+constexpr double kFailureGraceSeconds = 6.0;
 
 // A runtime failure (not the user's command line): exit 1.
 struct LaunchError {
@@ -225,116 +228,48 @@ std::string rendezvous_host(const Options& options, const std::vector<std::strin
   return address;
 }
 
-struct Probe {
-  std::string host;
-  std::vector<std::string> argv;
-  pid_t pid = -1;
-  int fd = -1;  // its stdout+stderr
-  std::string output;
-  bool done = false;
-  int status = 0;
-};
-
-std::string last_line(const std::string& text) {
-  std::string t = text;
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
-  std::size_t nl = t.rfind('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
-
 // Runs "REMOTE_SHELL true" for every remote host at once; throws
 // LaunchError naming the first host that failed or did not answer in time.
 void check_remote_hosts(const Options& options, const std::vector<std::string>& remote_hosts) {
   const int seconds = options.start_timeout_seconds;
-  std::vector<Probe> probes;
+  std::vector<RemoteCommand> probes;
   for (const std::string& host : remote_hosts) {
-    Probe p;
+    RemoteCommand p;
     p.host = host;
     p.argv = remote_shell_words(options, host);
     p.argv.push_back("true");
     probes.push_back(std::move(p));
   }
-  for (Probe& p : probes) {
-    int fds[2];
-    if (pipe(fds) != 0) throw LaunchError{"pipe() failed"};
-    pid_t pid = fork();
-    if (pid < 0) throw LaunchError{"fork() failed"};
-    if (pid == 0) {
-      setpgid(0, 0);
-      int devnull = open("/dev/null", O_RDONLY);
-      if (devnull >= 0) dup2(devnull, 0);
-      dup2(fds[1], 1);
-      dup2(fds[1], 2);
-      close(fds[0]);
-      close(fds[1]);
-      std::vector<char*> argv;
-      for (std::string& w : p.argv) argv.push_back(w.data());
-      argv.push_back(nullptr);
-      execvp(argv[0], argv.data());
-      std::fprintf(stderr, "cannot run %s: %s\n", argv[0], std::strerror(errno));
-      _exit(127);
-    }
-    setpgid(pid, pid);
-    close(fds[1]);
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    p.pid = pid;
-    p.fd = fds[0];
+  run_remote_commands(probes, seconds, /*stop_early=*/true);
+  auto blamed = std::find_if(probes.begin(), probes.end(),
+                             [](const RemoteCommand& p) { return p.done && !succeeded(p); });
+  if (blamed == probes.end()) {
+    blamed =
+        std::find_if(probes.begin(), probes.end(), [](const RemoteCommand& p) { return !p.done; });
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  auto drain = [](Probe& p) {
-    char buffer[512];
-    ssize_t n;
-    while (p.fd >= 0 && (n = read(p.fd, buffer, sizeof buffer)) > 0) {
-      p.output.append(buffer, static_cast<std::size_t>(n));
-      if (p.output.size() > 8192) p.output.erase(0, p.output.size() - 8192);
-    }
-  };
-  std::string error;
-  for (;;) {
-    bool all_done = true;
-    for (Probe& p : probes) {
-      drain(p);
-      if (p.done) continue;
-      if (waitpid(p.pid, &p.status, WNOHANG) == p.pid) {
-        p.done = true;
-        drain(p);
-        bool ok = WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0;
-        if (!ok && error.empty()) {
-          std::string detail = WIFEXITED(p.status)
-                                   ? "exited with code " + std::to_string(WEXITSTATUS(p.status))
-                                   : "was killed by signal " + std::to_string(WTERMSIG(p.status));
-          std::string said = last_line(p.output);
-          error = "host " + p.host + " did not answer within " + std::to_string(seconds) +
-                  " s ('" + join_quoted(p.argv) + "' " + detail +
-                  (said.empty() ? "" : ": " + said) + ")";
-        }
-      } else {
-        all_done = false;
-      }
-    }
-    if (all_done || !error.empty()) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      for (Probe& p : probes) {
-        if (!p.done && error.empty()) {
-          std::string said = last_line(p.output);
-          error = "host " + p.host + " did not answer within " + std::to_string(seconds) +
-                  " s ('" + join_quoted(p.argv) + "' was still running" +
-                  (said.empty() ? "" : "; it said: " + said) + ")";
-        }
-      }
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (blamed == probes.end()) return;
+  const std::string said = last_line(blamed->output);
+  const std::string detail =
+      blamed->done ? describe_status(blamed->status) + (said.empty() ? "" : ": " + said)
+                   : "was still running" + (said.empty() ? "" : "; it said: " + said);
+  throw LaunchError{"host " + blamed->host + " did not answer within " + std::to_string(seconds) +
+                    " s ('" + join_quoted(blamed->argv) + "' " + detail + ")"};
+}
+
+// The store the ranks report to (horovodcpp/core/hvdrun_link.h): reachable
+// from every host of the job; in Gloo mode also the rendezvous.
+std::unique_ptr<hvd::TcpStoreServer> start_store(const std::vector<std::string>& remote_hosts) {
+  try {
+    return std::make_unique<hvd::TcpStoreServer>(remote_hosts.empty() ? "127.0.0.1" : "0.0.0.0", 0);
+  } catch (const std::exception& e) {
+    throw LaunchError{std::string("cannot start the rendezvous server: ") + e.what()};
   }
-  for (Probe& p : probes) {
-    if (!p.done) {
-      kill(-p.pid, SIGKILL);
-      kill(p.pid, SIGKILL);
-      waitpid(p.pid, &p.status, 0);
-    }
-    if (p.fd >= 0) close(p.fd);
-  }
-  if (!error.empty()) throw LaunchError{error};
+}
+
+// One line: the first failure, and the job's exit code.
+void print_failure(const JobResult& result) {
+  std::cerr << "hvdrun: " << (result.failure.empty() ? "the job failed" : result.failure)
+            << "; job exit code " << result.exit_code << "\n";
 }
 
 int run_gloo(const Options& options, const std::vector<RankPlacement>& placements,
@@ -348,14 +283,9 @@ int run_gloo(const Options& options, const std::vector<RankPlacement>& placement
 
   RendezvousAddress rendezvous;
   rendezvous.host = rendezvous_host(options, remote_hosts);
-  std::unique_ptr<hvd::TcpStoreServer> server;
-  try {
-    server = std::make_unique<hvd::TcpStoreServer>(
-        remote_hosts.empty() ? "127.0.0.1" : "0.0.0.0", 0);
-  } catch (const std::exception& e) {
-    throw LaunchError{std::string("cannot start the rendezvous server: ") + e.what()};
-  }
+  std::unique_ptr<hvd::TcpStoreServer> server = start_store(remote_hosts);
   rendezvous.port = server->port();
+  RankReports reports(rendezvous.port);
 
   char cwd[4096] = {};
   if (getcwd(cwd, sizeof cwd) == nullptr) throw LaunchError{"getcwd() failed"};
@@ -369,11 +299,18 @@ int run_gloo(const Options& options, const std::vector<RankPlacement>& placement
                 << join_quoted(children[i].argv) << "\n";
     }
   }
-  JobResult result = run_process_group(children);
-  if (result.exit_code != 0) {
-    std::cerr << "hvdrun: " << (result.failure.empty() ? "the job failed" : result.failure)
-              << "; job exit code " << result.exit_code << "\n";
-  }
+  JobWatch watch;
+  watch.reported_failure = [&reports] { return reports.first_failure(); };
+  watch.signal_remote = [&](int sig) {
+    std::vector<RemoteCommand> commands = remote_signal_commands(
+        options, placements, [&reports](int rank) { return reports.pid_of(rank); }, sig);
+    if (!commands.empty()) run_remote_commands(commands, 2.0);
+  };
+  watch.failure_grace = kFailureGraceSeconds;
+  const int size = static_cast<int>(placements.size());
+  watch.all_accounted = [&reports, size] { return reports.all_accounted(size); };
+  JobResult result = run_process_group(children, kGraceSeconds, watch);
+  if (result.exit_code != 0) print_failure(result);
   return result.exit_code;
 }
 
@@ -468,7 +405,7 @@ int run_gloo_elastic(const Options& options, const std::map<std::string, std::st
   control.on_exit = [&](std::size_t child, int status) {
     return driver.on_exit(child, status, std::chrono::steady_clock::now());
   };
-  JobResult result = run_process_group({}, 3.0, &control);
+  JobResult result = run_process_group({}, 3.0, JobWatch{}, &control);
   if (result.exit_code != 0) {
     std::cerr << "hvdrun: " << (result.failure.empty() ? "the job failed" : result.failure)
               << "; job exit code " << result.exit_code << "\n";
@@ -478,7 +415,7 @@ int run_gloo_elastic(const Options& options, const std::map<std::string, std::st
 
 // ---- MPI mode -----------------------------------------------------------
 
-int run_mpi(const Options& options, const std::vector<Host>& hosts, int num_proc,
+int run_mpi(Options options, const std::vector<Host>& hosts, int num_proc,
             const std::map<std::string, std::string>& env) {
   std::string mpirun = find_in_path("mpirun");
   if (mpirun.empty()) usage("--mpi: mpirun was not found on PATH (use --gloo, or load your MPI)");
@@ -494,6 +431,19 @@ int run_mpi(const Options& options, const std::vector<Host>& hosts, int num_proc
     if (is_local_host(h.name)) launch.local_host_cores[h.name] = local_cores();
   }
   launch.forwarded = forwarded_environment(env);
+  std::vector<std::string> remote_hosts;
+  for (const Host& h : hosts) {
+    if (!is_local_host(h.name)) remote_hosts.push_back(h.name);
+  }
+  std::unique_ptr<hvd::TcpStoreServer> server = start_store(remote_hosts);
+  try {
+    options.rank_settings["HOROVODCPP_HVDRUN_STORE"] =
+        rendezvous_host(options, remote_hosts) + ":" + std::to_string(server->port());
+  } catch (const LaunchError& e) {
+    std::cerr << "hvdrun: warning: the ranks cannot report failures (" << e.message
+              << "); a failure ends the job when mpirun ends it\n";
+  }
+  RankReports reports(server->port());
 
   ChildSpec child;
   child.argv = mpi_command(options, launch);
@@ -501,10 +451,21 @@ int run_mpi(const Options& options, const std::vector<Host>& hosts, int num_proc
     std::cerr << "hvdrun: " << mpi_flavor_name(launch.flavor) << ": " << join_quoted(child.argv)
               << "\n";
   }
-  JobResult result = run_process_group({child});
+  // mpirun ends the ranks on every host (stopped ones too: Open MPI sends
+  // SIGCONT before SIGTERM) when it is signalled or a rank fails.
+  MpirunOutput mpirun_output;
+  JobWatch watch;
+  watch.reported_failure = [&reports] { return reports.first_failure(); };
+  watch.on_line = [&mpirun_output](const std::string& line) { mpirun_output.feed(line); };
+  // No early end of the grace: the ranks that gave up end the job through
+  // MPI_Abort, and a SIGTERM while mpirun aborts may crash it (Open MPI 4.1).
+  watch.failure_grace = kFailureGraceSeconds;
+  JobResult result = run_process_group({child}, kGraceSeconds, watch);
   if (result.exit_code != 0) {
-    std::cerr << "hvdrun: the job failed: " << child.argv.front() << " exited with code "
-              << result.exit_code << " (its output above names the failing rank)\n";
+    // "mpirun exited with code 1" says less than the rank mpirun named.
+    const bool mpirun_failed = result.failure.rfind(child.argv.front() + " ", 0) == 0;
+    if (mpirun_failed && !mpirun_output.failure().empty()) result.failure = mpirun_output.failure();
+    print_failure(result);
   }
   return result.exit_code;
 }

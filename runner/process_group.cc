@@ -72,6 +72,7 @@ struct Stream {
   std::string prefix;   // "[1]<stdout>: ", or empty
   int out_fd = -1;      // where the lines go
   std::string pending;  // an incomplete line
+  const std::function<void(const std::string&)>* on_line = nullptr;
 };
 
 struct Child {
@@ -99,13 +100,18 @@ std::string describe(const ChildSpec& spec, size_t index) {
 void relay(Stream& s, bool at_eof) {
   std::string out;
   size_t start = 0, nl;
+  auto seen = [&s](const std::string& line) {
+    if (s.on_line && *s.on_line) (*s.on_line)(line);
+  };
   while ((nl = s.pending.find('\n', start)) != std::string::npos) {
     out += s.prefix + s.pending.substr(start, nl - start + 1);
+    seen(s.pending.substr(start, nl - start));
     start = nl + 1;
   }
   s.pending.erase(0, start);
   if (!s.pending.empty() && (at_eof || s.pending.size() > 65536)) {
     out += s.prefix + s.pending + "\n";
+    seen(s.pending);
     s.pending.clear();
   }
   write_all(s.out_fd, out);
@@ -206,42 +212,71 @@ bool start_child(Child& child, std::string* error) {
   return true;
 }
 
+// Fields of /proc/PID/stat: state, parent and process group (false if gone).
+bool read_stat(pid_t pid, char* state, pid_t* ppid, pid_t* pgrp) {
+  char stat[512] = {};
+  int fd = open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, stat, sizeof stat - 1);
+  close(fd);
+  // The command name (field 2) may hold spaces and parentheses.
+  const char* paren = n > 0 ? std::strrchr(stat, ')') : nullptr;
+  int parent = 0, group = 0;
+  if (paren == nullptr || std::sscanf(paren + 1, " %c %d %d", state, &parent, &group) != 3) {
+    return false;
+  }
+  *ppid = parent;
+  *pgrp = group;
+  return true;
+}
+
+// Calls fn(pid, state, ppid, pgrp) for every process of the machine.
+template <typename Fn>
+void for_each_process(Fn&& fn) {
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return;
+  while (dirent* entry = readdir(dir)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    char state = 0;
+    pid_t ppid = 0, pgrp = 0;
+    if (pid > 0 && read_stat(pid, &state, &ppid, &pgrp)) fn(pid, state, ppid, pgrp);
+  }
+  closedir(dir);
+}
+
 // Descendants that left our process groups (MPI ranks get their own) and
 // were reparented to us, the subreaper, when their parent died: the dead
 // ones are reaped, the live ones returned.
 std::vector<pid_t> reap_adopted(const std::vector<Child>& children) {
   std::vector<pid_t> alive;
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return alive;
-  const std::string me = std::to_string(getpid());
-  while (dirent* entry = readdir(dir)) {
-    pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (pid <= 0) continue;
-    bool tracked = false;
-    for (const auto& c : children) tracked |= c.pid == pid && !c.reaped;
-    char stat[512] = {};
-    int fd = open(("/proc/" + std::string(entry->d_name) + "/stat").c_str(), O_RDONLY);
-    if (tracked || fd < 0) {
-      if (fd >= 0) close(fd);
-      continue;
+  const pid_t me = getpid();
+  for_each_process([&](pid_t pid, char, pid_t ppid, pid_t) {
+    if (ppid != me) return;
+    for (const auto& c : children) {
+      if (c.pid == pid && !c.reaped) return;  // tracked
     }
-    ssize_t n = read(fd, stat, sizeof stat - 1);
-    close(fd);
-    const char* paren = n > 0 ? std::strrchr(stat, ')') : nullptr;
-    char state = 0;
-    char ppid[32] = {};
-    if (paren == nullptr || std::sscanf(paren + 1, " %c %31s", &state, ppid) != 2) continue;
-    if (me != ppid) continue;
     if (waitpid(pid, nullptr, WNOHANG) != pid) alive.push_back(pid);
-  }
-  closedir(dir);
+  });
   return alive;
+}
+
+// Continues the stopped processes among our children's groups and the
+// adopted ones: a stopped process handles its SIGTERM only once continued.
+// Only those: Open MPI's mpirun forwards a SIGCONT to its ranks, and may
+// crash doing so while it aborts the job.
+void continue_stopped(const std::vector<Child>& children, const std::vector<pid_t>& adopted) {
+  for_each_process([&](pid_t pid, char state, pid_t, pid_t pgrp) {
+    if (state != 'T' && state != 't') return;
+    bool ours = std::find(adopted.begin(), adopted.end(), pid) != adopted.end();
+    for (const auto& c : children) ours = ours || (c.pid > 0 && pgrp == c.pid);
+    if (ours) kill(pid, SIGCONT);
+  });
 }
 
 }  // namespace
 
 JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_seconds,
-                            const GroupControl* control) {
+                            const JobWatch& watch, const GroupControl* control) {
   JobResult result;
   if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     return {1, std::string("pipe: ") + std::strerror(errno)};
@@ -284,14 +319,25 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
     if (terminating) return;
     terminating = true;
     signal_all(SIGTERM);
+    continue_stopped(children, adopted);
+    if (watch.signal_remote) watch.signal_remote(SIGTERM);
     kill_at = Clock::now() + grace;
   };
-  auto fail = [&](int code, const std::string& why) {
-    if (result.exit_code == 0) {
+  // The first failure is the job's. The other ranks then have up to the
+  // failure grace to end by themselves (they are likely failing on the same
+  // cause and saying so), unless `at_once`.
+  bool failed = false;
+  bool accounted = false;  // watch.all_accounted() said so
+  Clock::time_point teardown_at{};
+  auto fail = [&](int code, const std::string& why, bool at_once) {
+    if (!failed) {
+      failed = true;
       result.exit_code = code;
       result.failure = why;
+      teardown_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(watch.failure_grace));
     }
-    begin_teardown();
+    if (at_once) begin_teardown();
   };
 
   auto start = [&](const ChildSpec& spec) {
@@ -299,7 +345,8 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
     child.spec = &spec;
     child.name = describe(spec, children.size() - 1);
     std::string error;
-    if (!start_child(child, &error)) fail(1, child.name + ": " + error);
+    if (!start_child(child, &error)) fail(1, child.name + ": " + error, true);
+    for (auto& s : child.streams) s.on_line = &watch.on_line;
   };
   for (const ChildSpec& spec : specs) {
     if (!terminating) start(spec);
@@ -323,12 +370,16 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
       c.stop_kill_at = Clock::now() + grace;
       kill(-c.pid, SIGTERM);
     }
-    if (!orders.failure.empty()) fail(1, orders.failure);
+    if (!orders.failure.empty()) fail(1, orders.failure, true);
   };
   take_orders();
 
   while (true) {
     if (Clock::now() >= next_orders_at) take_orders();
+    if (!failed && watch.reported_failure) {
+      const std::string reported = watch.reported_failure();
+      if (!reported.empty()) fail(1, reported, false);
+    }
     // Reap what has exited: our children, and their orphaned descendants
     // (reparented to us as subreaper) by process group; never waitpid(-1).
     bool all_reaped = true;
@@ -350,11 +401,13 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
           next_orders_at = Clock::now();
         } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
           fail(WEXITSTATUS(status),
-               c.name + " exited with code " + std::to_string(WEXITSTATUS(status)));
+               c.name + " exited with code " + std::to_string(WEXITSTATUS(status)), false);
         } else if (WIFSIGNALED(status)) {
           int sig = WTERMSIG(status);
-          fail(128 + sig, c.name + " was killed by signal " + std::to_string(sig) + " (" +
-                              signal_name(sig) + ")");
+          fail(128 + sig,
+               c.name + " was killed by signal " + std::to_string(sig) + " (" + signal_name(sig) +
+                   ")",
+               false);
         }
       }
       if (c.reaped) {
@@ -363,12 +416,24 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
       }
       all_reaped = all_reaped && c.reaped;
     }
+    if (failed && !terminating && !accounted && watch.all_accounted && watch.all_accounted()) {
+      // Every rank has spoken; a moment more lets each finish its own
+      // output (a Python traceback) and exit by itself.
+      accounted = true;
+      teardown_at = std::min(teardown_at, Clock::now() + std::chrono::seconds(1));
+    }
+    if (failed && !terminating && Clock::now() >= teardown_at) begin_teardown();
     if (all_reaped || terminating) {
       std::vector<pid_t> found = reap_adopted(children);
-      for (pid_t pid : found) {  // adopted after the signals went out
+      std::vector<pid_t> late;  // adopted after the signals went out
+      for (pid_t pid : found) {
         bool known = std::find(adopted.begin(), adopted.end(), pid) != adopted.end();
-        if (terminating && !known) kill(pid, killed ? SIGKILL : SIGTERM);
+        if (terminating && !known) {
+          kill(pid, killed ? SIGKILL : SIGTERM);
+          late.push_back(pid);
+        }
       }
+      if (!late.empty() && !killed) continue_stopped({}, late);
       adopted = std::move(found);
     }
     std::vector<pollfd> fds;
@@ -393,14 +458,17 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
     if (terminating && !killed && now >= kill_at) {
       killed = true;
       signal_all(SIGKILL);
+      if (watch.signal_remote) watch.signal_remote(SIGKILL);
       give_up_at = now + std::chrono::seconds(2);
     }
     // A process that left our process groups (setsid) may hold a pipe forever.
     if (killed && all_reaped && now >= give_up_at) break;
 
     int timeout_ms = 200;
-    if (terminating && !killed) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - now).count();
+    if (failed && !killed) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      (terminating ? kill_at : teardown_at) - now)
+                      .count();
       timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left, 200)));
     }
     if (control != nullptr && !terminating) {  // the driver's next orders are due then
@@ -417,7 +485,8 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
         for (ssize_t i = 0; i < n; ++i) {
           if (sigs[i] == SIGCHLD) continue;
           bool again = terminating && result.failure.rfind("hvdrun received", 0) == 0;
-          fail(128 + sigs[i], "hvdrun received " + signal_name(sigs[i]) + ", stopping every rank");
+          fail(128 + sigs[i], "hvdrun received " + signal_name(sigs[i]) + ", stopping every rank",
+               true);
           if (again && !killed) kill_at = Clock::now();  // second Ctrl-C: KILL at once
         }
       }

@@ -42,11 +42,33 @@ struct GroupControl {
   std::function<GroupOrders()> poll;
 };
 
+// What hvdrun learns about the job besides its children's exits.
+struct JobWatch {
+  // Polled about every 200 ms while the job runs: a failure the ranks
+  // reported (a one-line summary), or "". The first one ends the job like a
+  // failed child, and wins over exits seen in the same round.
+  std::function<std::string()> reported_failure;
+  // Sees every output line of the children, without prefix or newline.
+  std::function<void(const std::string&)> on_line;
+  // Called with SIGTERM, then with SIGKILL, as the children are: the ranks
+  // out of hvdrun's reach by process group (those on remote hosts).
+  std::function<void(int)> signal_remote;
+  // Seconds the other children get after the first failure (a child's or a
+  // reported one) to end by themselves, each saying what it saw, before
+  // SIGTERM; 0: at once. hvdrun's own SIGINT/SIGTERM never waits.
+  double failure_grace = 0;
+  // Polled during that grace: true once every rank has either reported a
+  // failure or been named by a report; the grace then ends a second later.
+  std::function<bool()> all_accounted;
+};
+
 // Runs every child, waits for all, and returns the outcome. When a child
-// exits non-zero or dies, or hvdrun gets SIGINT/SIGTERM, every other child
-// gets SIGTERM, then SIGKILL after `grace_seconds`. With `control`, the
-// driver decides what a child's exit means and may start and stop children.
+// exits non-zero or dies, or a failure is reported (after the failure
+// grace), or hvdrun gets SIGINT/SIGTERM, every other child gets SIGTERM
+// and SIGCONT (a stopped process handles its TERM only once continued),
+// then SIGKILL after `grace_seconds`. With `control`, the driver decides
+// what a child's exit means and may start and stop children.
 JobResult run_process_group(const std::vector<ChildSpec>& children, double grace_seconds = 3.0,
-                            const GroupControl* control = nullptr);
+                            const JobWatch& watch = {}, const GroupControl* control = nullptr);
 
 }  // namespace hvdrun

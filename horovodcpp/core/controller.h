@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "horovodcpp/errors.h"
+
 namespace hvd {
 
 struct Topology {
@@ -30,6 +32,20 @@ class Controller {
   // Collective: every rank's `words` become the bitwise AND over all ranks
   // (the response cache's one-message steady state; OR is AND of inverses).
   virtual void bitwise_and(std::vector<std::uint64_t>& words) = 0;
+
+  // Gives up on the ranks' collectives after `what` (e.g. "shm allreduce")
+  // failed because of `cause`: a transport that can tell the other ranks
+  // does, passing on `blamed` (job ranks this rank already knows failed,
+  // e.g. a host peer that died, which the others then name too), and throws
+  // the RankFailure naming the ranks that stopped answering
+  // (core/peer_failure.h); its later collectives fail at once. Without
+  // `listen` it only posts its notice: the error then names `blamed` alone.
+  // By default, a RankFailure naming `blamed`.
+  [[noreturn]] virtual void give_up(const std::string& what, const std::string& cause,
+                                    const std::vector<int>& blamed = {}, bool listen = true) {
+    (void)listen;
+    throw RankFailure(what + ": " + cause, blamed);
+  }
 };
 
 }  // namespace hvd

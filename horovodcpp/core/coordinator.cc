@@ -1,5 +1,8 @@
 #include "core/coordinator.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -46,10 +49,12 @@ std::string shutdown_message(const std::vector<std::int32_t>& ranks) {
 }  // namespace
 
 Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
-                         Timeline* timeline, bool global_set, DeviceOperations* device)
+                         Timeline* timeline, bool global_set, DeviceOperations* device,
+                         HvdrunLink* hvdrun)
     : controller_(controller),
       queue_(queue),
       timeline_(timeline),
+      hvdrun_(hvdrun),
       executor_(backend, controller.topology(), timeline, device),
       table_(controller.topology().size),
       cycle_time_(read_cycle_time()),
@@ -75,6 +80,13 @@ void Coordinator::stop() {
 }
 
 void Coordinator::loop() {
+  // The transports write to sockets from this thread: a write to a peer
+  // that died must fail (and name the peer), not kill the process with
+  // SIGPIPE before it can say anything. Only this thread's mask changes.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   try {
     while (run_cycle()) {
       const auto now = std::chrono::steady_clock::now();
@@ -94,12 +106,17 @@ void Coordinator::loop() {
     // Typed errors (RankFailure for a lost peer, BackendError, ...) reach
     // every pending Work as they are.
     HVD_LOG(Error) << "coordinator stopped: " << e.what();
-    fail_everything_left(std::current_exception());
+    stop_on(std::current_exception());
   } catch (const std::exception& e) {
     HVD_LOG(Error) << "coordinator stopped: " << e.what();
-    fail_everything_left(std::make_exception_ptr(
+    stop_on(std::make_exception_ptr(
         BackendError(std::string("horovodcpp coordinator failed: ") + e.what())));
   }
+}
+
+void Coordinator::stop_on(std::exception_ptr error) {
+  if (hvdrun_) hvdrun_->report_failure(error);
+  fail_everything_left(std::move(error));
 }
 
 std::chrono::microseconds Coordinator::in_flight_backoff() {
@@ -157,6 +174,8 @@ bool Coordinator::run_cycle() {
   if (agreed.shutdown_ranks.empty() && agreed.stall_error.empty()) return true;
   // A shutdown() or rank 0's stall inspector stops every rank after this
   // cycle; a shutdown() explains a stall, so its message wins.
+  // (Not reported to hvdrun: every rank is alive and gets this error, and
+  // the application decides what follows.)
   const std::string reason = agreed.shutdown_ranks.empty()
                                  ? agreed.stall_error
                                  : shutdown_message(agreed.shutdown_ranks);

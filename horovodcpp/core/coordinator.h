@@ -15,6 +15,7 @@
 #include "core/cache_negotiation.h"
 #include "core/collective_executor.h"
 #include "core/controller.h"
+#include "core/hvdrun_link.h"
 #include "core/message_table.h"
 #include "core/stall_inspector.h"
 #include "core/tensor_queue.h"
@@ -29,9 +30,10 @@ class Coordinator {
   // `timeline` (rank 0; may be null) receives the trace events.
   // Only the global set's coordinator autotunes (`global_set`): one tuner
   // and one log per job. `device` (may be null) runs CUDA tensors' collectives.
+  // `hvdrun` (may be null) hears of the error that stops this coordinator.
   Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
               Timeline* timeline = nullptr, bool global_set = true,
-              DeviceOperations* device = nullptr);
+              DeviceOperations* device = nullptr, HvdrunLink* hvdrun = nullptr);
   ~Coordinator();  // stop() + join
 
   void start();
@@ -54,10 +56,13 @@ class Coordinator {
   // Every rank: the tuned values rank 0 broadcast, if any.
   void apply_tuning(const ResponseList& agreed);
   void fail_everything_left(std::exception_ptr reason);
+  // The job cannot go on after `error`: tells hvdrun, fails what is left.
+  void stop_on(std::exception_ptr error);
 
   Controller& controller_;
   TensorQueue& queue_;
   Timeline* timeline_;  // null unless rank 0
+  HvdrunLink* hvdrun_;  // null unless hvdrun launched this rank
   CollectiveExecutor executor_;
   MessageTable table_;  // used on rank 0 only
   StallInspector stall_inspector_;  // used on rank 0 only; settings read at init

@@ -44,22 +44,23 @@ class Reader {
     return value;
   }
   std::string string() {
-    auto n = scalar<std::uint64_t>();
-    need(n);
+    auto n = count(1);
     std::string text = in_.substr(pos_, n);
     pos_ += n;
     return text;
   }
   std::vector<std::int64_t> dims() {
-    auto n = scalar<std::uint64_t>();
-    need(n * sizeof(std::int64_t));
-    std::vector<std::int64_t> values(n);
+    std::vector<std::int64_t> values(count(sizeof(std::int64_t)));
     for (auto& v : values) v = scalar<std::int64_t>();
     return values;
   }
+  // A count of items of at least `min_bytes_each` that the rest of the
+  // message can hold: a corrupt count fails here, before any allocation.
   std::uint64_t count(std::size_t min_bytes_each) {
     auto n = scalar<std::uint64_t>();
-    need(n * min_bytes_each);
+    HVD_CHECK(n <= (in_.size() - pos_) / min_bytes_each, Error,
+              "negotiation message announces " << n << " items but has " << in_.size() - pos_
+                                               << " bytes left");
     return n;
   }
   void expect_end() const {
@@ -82,6 +83,10 @@ Enum checked_enum(std::uint8_t raw, std::uint8_t count, const char* what) {
   return static_cast<Enum>(raw);
 }
 
+// The fewest bytes one encoded Request takes (every string and list empty).
+constexpr std::size_t kMinRequestBytes = 4 + 1 + 8 + 1 + 8 + 1 + 4 + 8 + 8 + 1 + 4 + 8 + 8 + 4 + 8;
+// The fewest bytes one encoded Response takes.
+constexpr std::size_t kMinResponseBytes = 1 + 8 + 1 + 8 + 8 + 8 + 8 + 4;
 
 void write_request(Writer& w, const Request& r) {
   w.scalar(r.rank);
@@ -158,7 +163,7 @@ RequestList parse_request_list(const std::string& bytes) {
   Reader r(bytes);
   RequestList list;
   list.shutdown = r.scalar<std::uint8_t>() != 0;
-  list.requests.resize(r.count(1));
+  list.requests.resize(r.count(kMinRequestBytes));
   for (Request& q : list.requests) q = read_request(r);
   r.expect_end();
   return list;
@@ -195,7 +200,7 @@ ResponseList parse_response_list(const std::string& bytes) {
   list.stall_error = r.string();
   list.fusion_threshold = r.scalar<std::int64_t>();
   list.cycle_time_us = r.scalar<std::int64_t>();
-  list.responses.resize(r.count(1));
+  list.responses.resize(r.count(kMinResponseBytes));
   for (Response& p : list.responses) {
     p.op_type = checked_enum<OpType>(r.scalar<std::uint8_t>(), kNumOpTypes, "operation");
     p.name = r.string();

@@ -12,6 +12,7 @@
 
 #include "core/coordinator.h"
 #include "core/device_operations.h"
+#include "core/hvdrun_link.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
 #include "core/transport.h"
@@ -26,8 +27,9 @@ class ProcessSetRuntime {
   // trace events: only the global set's, on rank 0, is given one.
   // `channel`: the job's process-set channel, for the global set only
   // (its device operations may build sub-transports at construction).
+  // `hvdrun` (may be null): told when the coordinator stops on an error.
   ProcessSetRuntime(ProcessSet set, Transport transport, Timeline* timeline,
-                    ProcessSetChannel* channel = nullptr);
+                    ProcessSetChannel* channel = nullptr, HvdrunLink* hvdrun = nullptr);
   // stop(), then frees the transport.
   ~ProcessSetRuntime();
 

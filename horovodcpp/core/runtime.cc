@@ -56,6 +56,7 @@ Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
   homogeneous_ = agree_homogeneous(*transport.controller);
   const Topology& job = transport.controller->topology();
   set_log_rank(job.rank);
+  hvdrun_ = HvdrunLink::connect(job.rank);
   if (job.rank == 0) {
     // "DYNAMIC" (Horovod's word): no file until start_timeline() names one.
     if (auto path = env_setting("TIMELINE"); path && !path->empty() && *path != "DYNAMIC") {
@@ -67,7 +68,7 @@ Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
   ProcessSet global(0, std::move(everyone), job.rank);
   global_ = std::make_shared<ProcessSetRuntime>(global, std::move(transport),
                                                 job.rank == 0 ? &timeline_ : nullptr,
-                                                channel_.get());
+                                                channel_.get(), hvdrun_.get());
   sets_.emplace(0, Registered{global, global_});
   try {
     for (const std::vector<int>& ranks : process_sets) add_process_set(ranks);
@@ -189,7 +190,8 @@ ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   Transport transport = channel_->create_transport(id, ranks);
   std::shared_ptr<ProcessSetRuntime> runtime;
   if (set.included()) {
-    runtime = std::make_shared<ProcessSetRuntime>(set, std::move(transport), nullptr);
+    runtime = std::make_shared<ProcessSetRuntime>(set, std::move(transport), nullptr, nullptr,
+                                                  hvdrun_.get());
   }
   std::lock_guard<std::mutex> lock(sets_mutex_);
   sets_.emplace(id, Registered{set, std::move(runtime)});

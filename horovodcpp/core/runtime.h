@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hvdrun_link.h"
 #include "core/process_set_channel.h"
 #include "core/process_set_runtime.h"
 #include "core/timeline.h"
@@ -83,6 +84,7 @@ class Runtime {
   std::string transport_name_;
   bool homogeneous_ = true;
   Timeline timeline_;  // outlives the coordinators, which write to it
+  std::unique_ptr<HvdrunLink> hvdrun_;  // likewise; null without hvdrun
   std::unique_ptr<ProcessSetChannel> channel_;
   std::chrono::milliseconds process_set_timeout_;
 

@@ -1,6 +1,11 @@
 #include "core/timeline.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -13,6 +18,8 @@ namespace {
 
 // Room kept under the byte budget for the closing notes and "]}".
 constexpr long long kTailReserve = 512;
+// Follows the last event at all times.
+constexpr char kClosing[] = "\n]}\n";
 
 std::string json_string(const std::string& text) {
   std::string out = "\"";
@@ -87,21 +94,20 @@ bool TimelineEventQueue::closed() const {
 
 TimelineFileWriter::TimelineFileWriter(const std::string& path, long long max_bytes)
     : max_bytes_(max_bytes) {
-  file_ = std::fopen(path.c_str(), "w");
-  HVD_CHECK(file_ != nullptr, InvalidArgument,
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  HVD_CHECK(fd_ >= 0, InvalidArgument,
             "cannot open timeline file '" << path << "': " << std::strerror(errno));
   put("{\"traceEvents\":[\n");
-  first_ = true;
   put("{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"horovodcpp rank 0\"}}");
-  first_ = false;
+  flush();
 }
 
 TimelineFileWriter::~TimelineFileWriter() {
-  if (file_) finish(0);
+  if (fd_ >= 0) finish(0);
 }
 
 void TimelineFileWriter::put(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), file_);
+  pending_ += text;
   bytes_ += static_cast<long long>(text.size());
 }
 
@@ -118,7 +124,7 @@ int TimelineFileWriter::tid_of(const std::string& row) {
 }
 
 void TimelineFileWriter::write(const TimelineEvent& event) {
-  if (!file_) return;
+  if (fd_ < 0) return;
   // Worst case: two metadata lines for a new row plus the event itself.
   const long long estimate = 3 * (static_cast<long long>(event.row.size()) + 96) +
                              static_cast<long long>(event.name.size());
@@ -140,11 +146,27 @@ void TimelineFileWriter::write(const TimelineEvent& event) {
 }
 
 void TimelineFileWriter::flush() {
-  if (file_) std::fflush(file_);
+  if (fd_ < 0 || (pending_.empty() && written_ > 0)) return;
+  // The new events overwrite the old closing and end with a new one: one
+  // write, so the file is never without its closing between two flushes.
+  const std::string text = pending_ + kClosing;
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::pwrite(fd_, text.data() + done, text.size() - done,
+                               static_cast<off_t>(written_ + static_cast<long long>(done)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      HVD_LOG(Warning) << "timeline: cannot write: " << std::strerror(errno);
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  written_ += static_cast<long long>(pending_.size());
+  pending_.clear();
 }
 
 void TimelineFileWriter::finish(long long dropped) {
-  if (!file_) return;
+  if (fd_ < 0) return;
   auto note = [this](const std::string& text) {
     put(",\n{\"ph\":\"i\",\"pid\":0,\"tid\":0,\"ts\":0,\"s\":\"g\",\"name\":" + json_string(text) +
         "}");
@@ -154,15 +176,17 @@ void TimelineFileWriter::finish(long long dropped) {
          ": " + std::to_string(truncated_) + " events not written");
   }
   if (dropped > 0) note("dropped " + std::to_string(dropped) + " events (queue full)");
-  put("\n]}\n");
-  std::fclose(file_);
-  file_ = nullptr;
+  flush();
+  ::close(fd_);
+  fd_ = -1;
 }
 
 // ---- Timeline ----
 
-Timeline::Timeline(long long max_bytes, std::size_t queue_capacity)
+Timeline::Timeline(long long max_bytes, std::size_t queue_capacity,
+                   std::chrono::milliseconds flush_interval)
     : max_bytes_(max_bytes >= 0 ? max_bytes : env_int("TIMELINE_MAX_BYTES", kDefaultMaxBytes)),
+      flush_interval_(flush_interval),
       queue_(queue_capacity) {}
 
 Timeline::~Timeline() { stop(); }
@@ -180,10 +204,11 @@ void Timeline::start(const std::string& path, bool mark_cycles) {
   writer_ = std::thread([this, file] {
     auto last_flush = TimelineClock::now();
     for (;;) {
-      std::vector<TimelineEvent> events = queue_.pop_all(std::chrono::milliseconds(200));
+      std::vector<TimelineEvent> events =
+          queue_.pop_all(std::min(flush_interval_, std::chrono::milliseconds(200)));
       for (const TimelineEvent& event : events) file->write(event);
       if (events.empty() && queue_.closed()) break;
-      if (TimelineClock::now() - last_flush > std::chrono::seconds(1)) {
+      if (TimelineClock::now() - last_flush >= flush_interval_) {
         file->flush();
         last_flush = TimelineClock::now();
       }

@@ -6,14 +6,19 @@
 // Producers (the coordinator, the GPU completion pollers) only push events
 // onto a bounded queue (never blocking: when the queue is full the event is
 // dropped and counted); a writer thread of its own formats and writes them.
-// The file stops growing at HOROVODCPP_TIMELINE_MAX_BYTES (default 256 MiB)
-// and is valid JSON once stop() returns.
+// The file stops growing at HOROVODCPP_TIMELINE_MAX_BYTES (default 256 MiB).
+//
+// The file is valid JSON at all times, not only once stop() returns: a job
+// that is killed (a failed rank, SIGKILL, a scheduler's time limit) is when
+// a timeline is wanted most. Each flush (about once a second) writes the new
+// events and the closing "]}" in one write over the previous closing, so a
+// process killed at any moment leaves a file that json.load, Perfetto and
+// chrome://tracing open, missing at most the last second of events.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -61,13 +66,17 @@ class TimelineEventQueue {
 };
 
 // Formats events as Chrome-trace JSON into one file, under a byte budget.
+// The file on disk is complete JSON after the constructor and every flush().
 // Not thread-safe: used by one thread at a time.
 class TimelineFileWriter {
  public:
   // Throws InvalidArgument if `path` cannot be opened.
   TimelineFileWriter(const std::string& path, long long max_bytes);
   ~TimelineFileWriter();  // finish(0) if not finished
+  // Buffers the event; flush() writes it.
   void write(const TimelineEvent& event);
+  // Writes the buffered events and the closing brackets after the events
+  // already written, in one write.
   void flush();
   // Notes `dropped` events (if any), closes the JSON and the file.
   void finish(long long dropped);
@@ -78,11 +87,12 @@ class TimelineFileWriter {
   void put(const std::string& text);
   int tid_of(const std::string& row);
 
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
+  std::string pending_;    // formatted, not yet written
+  long long written_ = 0;  // bytes of events in the file; the closing follows
   long long max_bytes_;
   long long bytes_ = 0;
   long long truncated_ = 0;
-  bool first_ = true;
   std::unordered_map<std::string, int> tids_;
 };
 
@@ -91,9 +101,12 @@ class Timeline {
   static constexpr long long kDefaultMaxBytes = 256LL * 1024 * 1024;
   static constexpr std::size_t kDefaultQueueCapacity = 1 << 16;
 
+  static constexpr std::chrono::milliseconds kDefaultFlushInterval{1000};
+
   // max_bytes < 0: HOROVODCPP_TIMELINE_MAX_BYTES or kDefaultMaxBytes.
-  explicit Timeline(long long max_bytes = -1,
-                    std::size_t queue_capacity = kDefaultQueueCapacity);
+  // `flush_interval`: how often the writer makes the file complete JSON.
+  explicit Timeline(long long max_bytes = -1, std::size_t queue_capacity = kDefaultQueueCapacity,
+                    std::chrono::milliseconds flush_interval = kDefaultFlushInterval);
   ~Timeline();  // stop()
 
   // Any thread. start() while started stops the current file first.
@@ -117,6 +130,7 @@ class Timeline {
   static long long micros(TimelineClock::time_point t);
 
   long long max_bytes_;
+  std::chrono::milliseconds flush_interval_;
   TimelineEventQueue queue_;
   std::mutex control_mutex_;  // start/stop
   std::atomic<bool> active_{false};

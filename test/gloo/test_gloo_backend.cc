@@ -62,7 +62,8 @@ constexpr const char* kSettingNames[] = {"RANK",
                                          "GLOO_FILE_STORE",
                                          "GLOO_IFACE",
                                          "HOSTNAME",
-                                         "GLOO_TIMEOUT_SECONDS"};
+                                         "GLOO_TIMEOUT_SECONDS",
+                                         "PEER_TIMEOUT_SECONDS"};
 
 // Clears every Gloo setting (both prefixes) and restores them on exit.
 class ScopedCleanEnvironment {
@@ -419,13 +420,15 @@ TEST(GlooBackendTest, NameAndCapabilities) {
 
 // ---- Faults: every rank of this job runs its own 3-rank sub-job of this
 // binary (--gloo-fault-child SCENARIO) in which the last rank dies or stops
-// after a first collective. The survivors' next collective must throw an
-// hvd::Error within the timeout; the exit code says how it went.
+// after a first collective. The survivors' next collective must throw a
+// RankFailure naming it (in RankFailure::ranks() and in the message) within
+// the timeout plus the roll call; the exit code says how it went.
 
 constexpr int kFaultRanks = 3;
 constexpr int kFaultTimeoutSeconds = 2;
 // Exit codes of a survivor.
-constexpr int kGotError = 0, kNoError = 3, kTooLate = 4, kWrongError = 5, kSetupFailed = 6;
+constexpr int kGotError = 0, kNoError = 3, kTooLate = 4, kWrongError = 5, kSetupFailed = 6,
+              kNotNamed = 7;
 
 int fault_child(const std::string& scenario) {
   std::shared_ptr<GlooContext> context;
@@ -465,9 +468,15 @@ int fault_child(const std::string& scenario) {
   } catch (const Error& e) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto* failure = dynamic_cast<const RankFailure*>(&e);
     std::fprintf(stderr, "[fault child rank %d] %s after %.2f s: %s\n", rank,
-                 dynamic_cast<const RankFailure*>(&e) ? "RankFailure" : "hvd::Error", seconds,
-                 e.what());
+                 failure ? "RankFailure" : "hvd::Error", seconds, e.what());
+    const int victim = context->topology().size - 1;
+    if (failure == nullptr || failure->ranks() != std::vector<int>{victim} ||
+        std::string(e.what()).find("rank " + std::to_string(victim) + " stopped answering") ==
+            std::string::npos) {
+      return kNotNamed;
+    }
     return seconds < kFaultTimeoutSeconds + 5 ? kGotError : kTooLate;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[fault child rank %d] not an hvd::Error: %s\n", rank, e.what());
@@ -493,7 +502,9 @@ TEST_P(FaultTest, SurvivorsThrowWithinTimeout) {
   const auto status = fault_subjob::reap(pids, kFaultRanks - 1, std::chrono::seconds(40));
   for (int r = 0; r + 1 < kFaultRanks; ++r) {
     EXPECT_TRUE(fault_subjob::exited_with(
-        status[r], kGotError, "(3: no error, 4: too late, 5: not an hvd::Error, 6: setup failed)"))
+        status[r], kGotError,
+        "(3: no error, 4: too late, 5: not an hvd::Error, 6: setup failed, 7: not a "
+        "RankFailure naming the victim)"))
         << "survivor rank " << r << " (" << scenario << ")";
   }
 }

@@ -10,18 +10,33 @@
 #   shm survivors  (Gloo transport, ranks started without hvdrun, so that
 #             nobody tears them down) rank 2 is SIGKILLed while the ranks
 #             are inside a 64 MiB allreduce on the shared-memory path: the
-#             survivors fail by themselves, naming rank 2, within 10 s
+#             survivors fail by themselves, naming rank 2, within 10 s (the
+#             roll call of a kill that lands in the negotiation takes 2 s)
 #   staged survivors  (Gloo, without hvdrun) the same across two hosts of
 #             two ranks (host-staged allreduce): a SIGKILLed rank makes the
 #             three others fail within 10 s; again with survivors that stay
 #             alive after their error
+#   LOOP stop / LOOP kill  a 3-rank training loop runs under hvdrun
+#             --peer-timeout 3 (LOOP: cpp, fault_worker submitting 4
+#             tensors a step; torch, fault_train.py with horovodcpp.torch's
+#             DistributedOptimizer); the script SIGSTOPs or SIGKILLs rank 1
+#             from outside, as a user would. hvdrun must exit non-zero within
+#             STOP_LIMIT / KILL_LIMIT seconds of the signal with a line
+#             naming rank 1, and both survivors name rank 1 (but after SIGKILL
+#             under MPI: mpirun kills them at once). The PASS line gives
+#             the time from the signal to hvdrun's exit.
+#   busy      rank 1 of the C++ loop sleeps 7 s in one step (longer than the
+#             peer timeout, as a checkpoint would): the job must succeed
 # After each case no process of the job may remain (found by a unique
 # --tag), and no shared-memory segment of horovodcpp (/dev/shm/hvdcpp-*)
 # that was not there before.
 #
-# usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...] [--shm]   (default: --mpi --gloo)
+# usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...] [--shm] [--torch PYTHON SCRIPT]
+# (default modes: --mpi --gloo)
 # --shm: the build has the shared-memory path: also run "shm survivors"
 # and "staged survivors" (with --gloo).
+# --torch: run the torch loop too, SCRIPT (fault_train.py) with PYTHON
+# (skipped, with a note, when that Python cannot import horovodcpp.torch).
 # Prints one line per case and "N passed, M failed"; exits 1 if any failed.
 set -u
 
@@ -30,14 +45,37 @@ WORKER=$(readlink -f "${2:?usage: fault_tests.sh HVDRUN FAULT_WORKER [MODE...]}"
 shift 2
 MODES=()
 SHM=0
-for arg in "$@"; do
-  if [ "$arg" = --shm ]; then SHM=1; else MODES+=("$arg"); fi
+PYTHON=""
+TRAIN_SCRIPT=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --shm) SHM=1 ;;
+    --torch) PYTHON=$2; TRAIN_SCRIPT=$(readlink -f "$3"); shift 2 ;;
+    *) MODES+=("$1") ;;
+  esac
+  shift
 done
 [ ${#MODES[@]} -eq 0 ] && MODES=(--mpi --gloo)
+LOOPS=(cpp)
+if [ -n "$PYTHON" ]; then
+  if "$PYTHON" -c "import torch, horovodcpp.torch" 2>/dev/null; then
+    LOOPS+=(torch)
+  else
+    echo "note: $PYTHON cannot import torch and horovodcpp.torch: the torch loop is not run"
+  fi
+fi
 
 NP=3
 LIMIT=10            # seconds hvdrun may take to fail
 SAFETY=60           # hard stop for a hung hvdrun
+PEER_TIMEOUT=3      # hvdrun --peer-timeout of the training loops
+# From the signal to hvdrun's exit. SIGSTOP: by design at most the peer
+# timeout (3 s), the roll call (2 s), hvdrun's failure grace (6 s, over a
+# second after every rank has reported) and its SIGTERM-to-SIGKILL grace
+# (3 s): 14 s; usually 6-8 s. SIGKILL: the roll call and a second, or
+# mpirun at once. Plus slack for a loaded machine.
+STOP_LIMIT=20
+KILL_LIMIT=10
 WORKER_COMM=$(basename "$WORKER" | cut -c1-15)
 
 WORK=$(mktemp -d /tmp/hvdrun_fault.XXXXXX)
@@ -85,9 +123,15 @@ leftovers() {
 # horovodcpp's shared-memory segments; the ranks remove the names once all
 # have mapped them, so none may outlive a case, however it ended.
 shm_segments() { ls /dev/shm 2>/dev/null | grep '^hvdcpp-' | sort || true; }
+# (Jobs running beside this script create segments too, each for the
+# moments until its ranks have mapped it: only one still there 2 s later
+# counts.)
 new_segments() {  # before-list
   local left
   left=$(comm -13 <(echo "$1") <(shm_segments) | tr '\n' ' ')
+  [ -z "${left// /}" ] && return 1
+  sleep 2
+  left=$(comm -12 <(echo "$left" | tr ' ' '\n' | sort) <(shm_segments) | tr '\n' ' ')
   [ -z "${left// /}" ] && return 1
   echo "left in /dev/shm: $left"
   return 0
@@ -189,15 +233,17 @@ unreachable_host() {
 
 # Starts NP ranks of the worker without hvdrun (Gloo through a file store),
 # rank R with the environment `PLACE R` prints, and SIGKILLs rank KILLED
-# inside a 64 MiB allreduce. Every other rank must fail by itself within
-# LIMIT seconds of the kill and exit 3, leaving no process and no segment.
+# inside a 64 MiB allreduce (KILL_AFTER_MS after submitting it, default
+# 20). Every other rank must fail by itself within LIMIT seconds of the
+# kill and exit 3, leaving no process and no segment.
 # With LINGER_MS, the survivors stay alive that long after their error (the
 # others must not rely on their exit), and the time of failure is the one
 # each prints. Sets WHY (what went wrong, empty if nothing) and TOOK
 # (seconds from the kill to the last survivor's failure). Logs:
 # $WORK/NAME-R.log, all in $WORK/NAME.log.
-run_survivors() {  # name np killed place [linger_ms]
-  local name=$1 np=$2 killed_rank=$3 place=$4 linger=${5:-0} tag="hvdft-$$-$RANDOM$RANDOM" store r rc
+run_survivors() {  # name np killed place [linger_ms [kill_after_ms]]
+  local name=$1 np=$2 killed_rank=$3 place=$4 linger=${5:-0} after=${6:-20}
+  local tag="hvdft-$$-$RANDOM$RANDOM" store r rc
   local pids=() segments killed left
   ALL_TAGS+=("$tag")
   store=$(mktemp -d "$WORK/store.XXXXXX")
@@ -207,7 +253,7 @@ run_survivors() {  # name np killed place [linger_ms]
     # shellcheck disable=SC2046  # one word per variable
     env $($place "$r") HOROVODCPP_GLOO_FILE_STORE="$store" HOROVODCPP_CPU_OPERATIONS=gloo \
       HOROVODCPP_LOG_LEVEL=info timeout -s KILL "$SAFETY" "$WORKER" --iters 100000 \
-      --count 16777216 --kill-rank "$killed_rank" --kill-at 3 --kill-after-ms 20 \
+      --count 16777216 --kill-rank "$killed_rank" --kill-at 3 --kill-after-ms "$after" \
       --linger-ms "$linger" --tag "$tag" >"$WORK/$name-$r.log" 2>&1 &
     pids+=($!)
   done
@@ -245,12 +291,14 @@ one_host_place() {
 shm_survivors() {
   local r
   run_survivors shm-survivors 3 2 one_host_place
+  # In shared memory it "died"; a kill that lands in the negotiation
+  # instead makes the transport's roll call name it.
   for r in 0 1; do
-    grep -q "rank 2 .*died" "$WORK/shm-survivors-$r.log" ||
-      WHY+="rank $r's error does not say that rank 2 died; "
+    grep -qE "rank 2 (\(pid [0-9]+\) died|stopped answering)" "$WORK/shm-survivors-$r.log" ||
+      WHY+="rank $r's error does not name rank 2; "
   done
   if [ -z "$WHY" ]; then
-    report "shm survivors" 1 "both failed $(printf '%.1f' "$TOOK")s after the kill: $(grep -m1 -o 'shm allreduce: .*' "$WORK/shm-survivors-0.log")" "$WORK/shm-survivors.log"
+    report "shm survivors" 1 "both failed $(printf '%.1f' "$TOOK")s after the kill: $(grep -m1 -o 'fault_worker: .*' "$WORK/shm-survivors-0.log" | cut -c15-)" "$WORK/shm-survivors.log"
   else
     report "shm survivors" 0 "$WHY" "$WORK/shm-survivors.log"
   fi
@@ -273,7 +321,8 @@ staged_survivors() {  # [linger_ms]
   if [ "${1:-0}" -gt 0 ]; then name=staged-lingering case="staged survivors, lingering"; fi
   local attempt
   for attempt in 1 2 3; do
-    run_survivors "$name" 4 1 two_host_place "${1:-0}"
+    # A loaded machine negotiates slower: later kills land in the allreduce.
+    run_survivors "$name" 4 1 two_host_place "${1:-0}" $((20 * attempt))
     # The kill must land inside the allreduce (rank 0 then fails in shared
     # memory); one that lands in negotiation tests the flat transport,
     # whose survivors wait for a lingering peer up to the Gloo timeout.
@@ -283,9 +332,9 @@ staged_survivors() {  # [linger_ms]
   grep -q "shm+gloo: 2 hosts" "$WORK/$name.log" || WHY+="the host-staged backend was not used; "
   grep -q "rank 1 .*died" "$WORK/$name-0.log" ||
     WHY+="rank 0's error does not say that its host peer rank 1 died; "
-  grep -q "fault_worker: .*Gloo: connection to a peer was lost" "$WORK/$name-3.log" ||
-    WHY+="rank 3's error does not say that its Gloo peer was lost; "
-  grep -q "fault_worker: .*\(gave up\|died\|lost\)" "$WORK/$name-2.log" ||
+  grep -q "fault_worker: .*Gloo .*rank 1 stopped answering" "$WORK/$name-3.log" ||
+    WHY+="rank 3's error does not name its Gloo peer rank 1; "
+  grep -q "fault_worker: .*\(gave up\|died\|stopped answering\)" "$WORK/$name-2.log" ||
     WHY+="rank 2's error does not say why; "
   if [ -z "$WHY" ]; then
     errors=$(grep -h -m1 -o 'fault_worker: .*' "$WORK/$name"-[023].log | cut -c1-160 |
@@ -297,10 +346,102 @@ $errors" "$WORK/$name.log"
   fi
 }
 
+# Starts a 3-rank training loop under hvdrun in the background (sets
+# HVDRUN_PID) and waits until it runs: rank 0 past step 20 and rank 1's pid
+# printed (sets VICTIM; empty if the loop did not get there in 60 s).
+start_loop() {  # mode loop tag log [worker flags...]
+  local mode=$1 loop=$2 tag=$3 log=$4 i
+  shift 4
+  local command=("$WORKER" --iters 100000000 --sleep-ms 10 --tensors 4 --count 4096 "$@")
+  [ "$loop" = torch ] && command=("$PYTHON" "$TRAIN_SCRIPT")
+  # Python ranks importing torch on a loaded machine take a while to start.
+  timeout -s KILL $((2 * SAFETY)) "$HVDRUN" -np "$NP" "$mode" --peer-timeout "$PEER_TIMEOUT" \
+    "${command[@]}" --tag "$tag" >"$log" 2>&1 &
+  HVDRUN_PID=$!
+  VICTIM=""
+  for i in $(seq $((10 * SAFETY))); do
+    VICTIM=$(grep -o "fault_[a-z]* rank 1 pid [0-9]*" "$log" | head -n 1 | awk '{print $NF}')
+    [ -n "$VICTIM" ] && grep -qE "fault_[a-z]* step ([2-9][0-9]|[0-9]{3,})$" "$log" && return
+    kill -0 "$HVDRUN_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  VICTIM=""
+}
+
+# A rank of a training loop stopped or killed from outside.
+train_case() {  # mode loop stop|kill
+  local mode=$1 loop=$2 fault=$3 tag="hvdft-$$-$RANDOM$RANDOM" name="${1#--} $2 $3"
+  local log="$WORK/${mode#--}-$loop-$fault.log" start rc took why="" segments limit r left
+  ALL_TAGS+=("$tag")
+  segments=$(shm_segments)
+  start_loop "$mode" "$loop" "$tag" "$log"
+  if [ -z "$VICTIM" ]; then
+    for left in $(job_pids "$tag"); do kill -KILL "$left" 2>/dev/null; done
+    wait "$HVDRUN_PID"
+    report "$name" 0 "the loop did not start: $(grep -o 'fault_[a-z]* rank [0-9] pid [0-9]*' "$log" |
+      tr '\n' ' ')$(grep -c 'step' "$log") steps" "$log"
+    return
+  fi
+  start=$(now)
+  if [ "$fault" = stop ]; then kill -STOP "$VICTIM"; else kill -KILL "$VICTIM"; fi
+  wait "$HVDRUN_PID"
+  rc=$?
+  took=$(elapsed "$start")
+  limit=$KILL_LIMIT
+  [ "$fault" = stop ] && limit=$STOP_LIMIT
+  if [ "$rc" -eq 0 ]; then why+="hvdrun exited 0; "; fi
+  if [ "$(echo "$took > $limit" | bc)" = 1 ]; then why+="took ${took}s (limit ${limit}s); "; fi
+  if [ "$fault" = stop ]; then
+    grep -q "^hvdrun: rank 1 stopped answering" "$log" || why+="hvdrun's line does not name rank 1; "
+  else
+    grep -qE "^hvdrun: rank 1 (.*killed by signal 9|stopped answering)" "$log" ||
+      why+="hvdrun's line does not name rank 1; "
+  fi
+  # Under MPI, mpirun kills the survivors the moment a rank dies, before
+  # they can say anything; everywhere else each survivor names rank 1.
+  if [ "$fault" = stop ] || [ "$mode" != --mpi ]; then
+    for r in 0 2; do
+      # Gloo labels "[0]<stderr>: ", Open MPI "[1,0]<stderr>:".
+      grep -qE "^\[(1,)?$r\]<std(err|out)>:.*rank 1 (stopped answering|\(pid [0-9]+\) died)" \
+        "$log" || why+="survivor rank $r does not name rank 1; "
+    done
+  fi
+  if left=$(leftovers "$tag"); then why+="$left; "; fi
+  if left=$(new_segments "$segments"); then why+="$left; "; fi
+  if [ -z "$why" ]; then
+    report "$name" 1 "hvdrun exited $(printf '%.1f' "$took")s after SIG${fault^^}, exit code $rc: $(grep -m1 '^hvdrun: ' "$log" | cut -c1-150)" "$log"
+  else
+    report "$name" 0 "$why(exit code $rc)" "$log"
+  fi
+}
+
+# Rank 1 busy in its own code for longer than the peer timeout (the others
+# wait for its tensors, not inside a collective): the job goes on.
+busy_case() {  # mode
+  local mode=$1 tag="hvdft-$$-$RANDOM$RANDOM" name="${1#--} busy" log="$WORK/${1#--}-busy.log" rc why=""
+  ALL_TAGS+=("$tag")
+  timeout -s KILL "$SAFETY" "$HVDRUN" -np "$NP" "$mode" --peer-timeout "$PEER_TIMEOUT" "$WORKER" \
+    --iters 40 --sleep-ms 10 --tensors 4 --busy-rank 1 --busy-at 20 --busy-ms 7000 \
+    --tag "$tag" >"$log" 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] || why+="hvdrun exited $rc; "
+  [ "$(grep -c "fault_worker rank [0-9] of 3 host .* ok" "$log")" -eq 3 ] || why+="not every rank finished; "
+  if [ -z "$why" ]; then
+    report "$name" 1 "rank 1 busy 7 s with --peer-timeout $PEER_TIMEOUT: the job succeeded" "$log"
+  else
+    report "$name" 0 "$why" "$log"
+  fi
+}
+
 for mode in "${MODES[@]}"; do
   for case in exit sigkill sigint; do
     run_case "$mode" "$case"
   done
+  for loop in "${LOOPS[@]}"; do
+    train_case "$mode" "$loop" stop
+    train_case "$mode" "$loop" kill
+  done
+  busy_case "$mode"
   [ "$mode" = --gloo ] && unreachable_host
   [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && shm_survivors
   [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors

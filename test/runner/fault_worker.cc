@@ -1,18 +1,25 @@
 // fault_worker: a rank for hvdrun's fault and multi-host tests. It loops
 // allreduce (Sum) on a small tensor and can fail on purpose:
 //
-//   fault_worker [--iters N] [--sleep-ms MS] [--count ELEMENTS]
+//   fault_worker [--iters N] [--sleep-ms MS] [--count ELEMENTS] [--tensors K]
 //                [--exit-rank R --exit-at I [--exit-code C]]
 //                [--kill-rank R --kill-at I [--kill-after-ms MS]] [--linger-ms MS]
-//                [--tag TEXT]
+//                [--busy-rank R --busy-at I --busy-ms MS] [--tag TEXT]
 //
+// Every rank first prints "fault_worker rank R pid P" (stdout), and rank 0
+// "fault_worker step I" every 10 iterations: the fault tests stop or kill
+// a rank from outside, as a user would, once the loop runs.
 // --count:  elements of the float32 tensor (default 16).
+// --tensors: tensors submitted per iteration, as a training step submits
+//           its gradients (default 1).
 // --exit-*: rank R exits with code C (default 1) at iteration I.
 // --kill-*: rank R raises SIGKILL on itself at iteration I, with a
 //           collective of the other ranks in flight: right after submitting
 //           it, or MS milliseconds later from another thread (with a large
 //           --count, while the data moves). It first prints
 //           "... raises SIGKILL at iteration I at T" (T: Unix time, seconds).
+// --busy-*: rank R sleeps MS milliseconds in iteration I before submitting,
+//           as a rank writing a checkpoint does, while the others wait.
 // --linger-ms: after an error, print "... failed at T" (Unix time) and stay
 //           alive MS milliseconds before exiting 3, as a process that
 //           catches the error and goes on would: peers must not need its exit.
@@ -44,7 +51,9 @@ struct Flags {
   int exit_rank = -1, exit_at = 0, exit_code = 1;
   int kill_rank = -1, kill_at = 0, kill_after_ms = 0;
   int count = 16;
+  int tensors = 1;
   int linger_ms = 0;
+  int busy_rank = -1, busy_at = 0, busy_ms = 0;
 };
 
 double unix_time() {
@@ -80,6 +89,14 @@ Flags parse(int argc, char** argv) {
       f.count = v;
     else if (a == "--linger-ms")
       f.linger_ms = v;
+    else if (a == "--tensors")
+      f.tensors = std::max(1, v);
+    else if (a == "--busy-rank")
+      f.busy_rank = v;
+    else if (a == "--busy-at")
+      f.busy_at = v;
+    else if (a == "--busy-ms")
+      f.busy_ms = v;
     else if (a == "--tag")
       continue;
     else {
@@ -103,16 +120,32 @@ int main(int argc, char** argv) {
     gethostname(host, sizeof host - 1);
     const char* listed = std::getenv("HOROVODCPP_HOSTNAME");
     std::string where = listed ? listed : host;
-    std::vector<float> values(static_cast<std::size_t>(std::max(1, f.count)));
+    std::printf("fault_worker rank %d pid %d\n", rank, static_cast<int>(getpid()));
+    std::fflush(stdout);
+    std::vector<std::vector<float>> tensors(
+        static_cast<std::size_t>(f.tensors),
+        std::vector<float>(static_cast<std::size_t>(std::max(1, f.count))));
+    std::vector<float>& values = tensors[0];
     for (int it = 0; it < f.iters; ++it) {
+      if (rank == 0 && it % 10 == 0) {
+        std::printf("fault_worker step %d\n", it);
+        std::fflush(stdout);
+      }
+      if (rank == f.busy_rank && it == f.busy_at) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(f.busy_ms));
+      }
       if (rank == f.exit_rank && it == f.exit_at) {
         std::fprintf(stderr, "fault_worker rank %d exits with code %d at iteration %d\n", rank,
                      f.exit_code, it);
         std::fflush(stderr);
         std::_Exit(f.exit_code);
       }
-      std::fill(values.begin(), values.end(), static_cast<float>(rank + 1));
-      hvd::Work work = hvd::allreduce_async(hvd::view(values), "fault.t", hvd::ReduceOp::kSum);
+      std::vector<hvd::Work> works;
+      for (std::size_t t = 0; t < tensors.size(); ++t) {
+        std::fill(tensors[t].begin(), tensors[t].end(), static_cast<float>(rank + 1));
+        const std::string name = t == 0 ? "fault.t" : "fault.t" + std::to_string(t);
+        works.push_back(hvd::allreduce_async(hvd::view(tensors[t]), name, hvd::ReduceOp::kSum));
+      }
       if (rank == f.kill_rank && it == f.kill_at) {
         std::thread([rank, it, delay = f.kill_after_ms] {
           std::this_thread::sleep_for(std::chrono::milliseconds(delay));
@@ -124,7 +157,7 @@ int main(int argc, char** argv) {
         }).detach();
         if (f.kill_after_ms == 0) std::this_thread::sleep_for(std::chrono::hours(1));
       }
-      work.wait();
+      for (hvd::Work& w : works) w.wait();
       const float expected = static_cast<float>(size) * static_cast<float>(size + 1) / 2.0f;
       if (values[0] != expected || values.back() != expected) {
         std::printf("fault_worker rank %d of %d host %s result %g WRONG (expected %g)\n", rank,

@@ -1,6 +1,7 @@
 // gloo_children as a pure function: the exact environment and argv of local
 // and remote ranks; shell quoting; is_local_host.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "runner/gloo_launcher.h"
@@ -79,6 +80,7 @@ TEST(GlooChildren, LocalRankEnvironmentAndArgv) {
                         {"HOROVODCPP_CPU_OPERATIONS", "gloo"},
                         {"HOROVODCPP_GLOO_RENDEZVOUS_ADDR", "10.0.0.5"},
                         {"HOROVODCPP_GLOO_RENDEZVOUS_PORT", "4242"},
+                        {"HOROVODCPP_HVDRUN_STORE", "10.0.0.5:4242"},
                         {"HOROVODCPP_FUSION_THRESHOLD", "1048576"},
                         {"NCCL_IB_DISABLE", "1"}}));
 }
@@ -107,6 +109,7 @@ TEST(GlooChildren, RemoteRankRunsThroughSsh) {
       "cd '/my work' && exec env HOROVODCPP_CPU_OPERATIONS=gloo HOROVODCPP_CROSS_RANK=1 "
       "HOROVODCPP_CROSS_SIZE=2 HOROVODCPP_GLOO_RENDEZVOUS_ADDR=10.0.0.5 "
       "HOROVODCPP_GLOO_RENDEZVOUS_PORT=4242 HOROVODCPP_HOSTNAME=10.255.255.1 "
+      "HOROVODCPP_HVDRUN_STORE=10.0.0.5:4242 "
       "HOROVODCPP_LOCAL_RANK=0 HOROVODCPP_LOCAL_SIZE=1 HOROVODCPP_RANK=2 HOROVODCPP_SIZE=3 "
       "HOROVOD_CROSS_RANK=1 HOROVOD_CROSS_SIZE=2 HOROVOD_HOSTNAME=10.255.255.1 "
       "HOROVOD_LOCAL_RANK=0 HOROVOD_LOCAL_SIZE=1 HOROVOD_RANK=2 HOROVOD_SIZE=3 "
@@ -131,6 +134,25 @@ TEST(GlooChildren, RemoteShellTemplate) {
   EXPECT_EQ(argv.back().substr(argv.back().size() - 7), " worker");
   // Local ranks never go through the remote shell.
   EXPECT_EQ(children[0].argv, (Argv{"worker"}));
+}
+
+// Teardown reaches remote ranks by the pids they reported, through the
+// remote shell; local ranks and ranks that reported no pid are left to the
+// process group.
+TEST(GlooChildren, RemoteRanksAreSignalledByPid) {
+  Options options = job();
+  options.remote_shell = "rsh-to {host}";
+  auto pid_of = [](int rank) { return rank == 2 ? 4242L : 0L; };
+  std::vector<RemoteCommand> term = remote_signal_commands(options, two_hosts(), pid_of, SIGTERM);
+  ASSERT_EQ(term.size(), 1u);
+  EXPECT_EQ(term[0].host, "10.255.255.1");
+  EXPECT_EQ(term[0].argv, (Argv{"rsh-to", "10.255.255.1", "kill -TERM 4242; kill -CONT 4242"}));
+  std::vector<RemoteCommand> kill = remote_signal_commands(options, two_hosts(), pid_of, SIGKILL);
+  ASSERT_EQ(kill.size(), 1u);
+  EXPECT_EQ(kill[0].argv, (Argv{"rsh-to", "10.255.255.1", "kill -KILL 4242"}));
+  EXPECT_TRUE(remote_signal_commands(
+                  options, two_hosts(), [](int) { return 0L; }, SIGKILL)
+                  .empty());
 }
 
 }  // namespace

@@ -189,6 +189,74 @@ TEST_F(ProcessGroupTest, MissingProgramFailsWith127) {
   EXPECT_NE(read("r0.log").find("[0]<stderr>: hvdrun: cannot execute"), std::string::npos);
 }
 
+// A stopped process (SIGSTOP, a job scheduler's suspend) handles its TERM
+// only once continued: the teardown continues it, so it ends at once and
+// cleanly, not after the grace period by SIGKILL.
+TEST_F(ProcessGroupTest, StoppedChildGetsItsTermAtOnce) {
+  auto start = Clock::now();
+  JobResult result = run_process_group(
+      {shell("trap 'echo got TERM; exit 0' TERM; kill -STOP $$; sleep 100 & wait", "[0]", "r0.log"),
+       shell("sleep 0.5; exit 1", "[1]", "")},
+      10.0);
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(read("r0.log").find("[0]<stdout>: got TERM"), std::string::npos) << read("r0.log");
+}
+
+// A failure a rank reports (JobWatch::reported_failure) ends the job like a
+// failed child; every line of output reaches JobWatch::on_line;
+// signal_remote gets TERM, then KILL.
+TEST_F(ProcessGroupTest, ReportedFailureEndsTheJob) {
+  const auto start = Clock::now();
+  JobWatch watch;
+  watch.reported_failure = [start] {
+    return seconds_since(start) > 0.5 ? std::string("rank 1 stopped answering") : std::string();
+  };
+  std::vector<std::string> lines;
+  watch.on_line = [&lines](const std::string& line) { lines.push_back(line); };
+  std::vector<int> remote_signals;
+  watch.signal_remote = [&remote_signals](int sig) { remote_signals.push_back(sig); };
+  JobResult result = run_process_group(
+      {shell("echo a; echo b; trap '' TERM; exec sleep 100", "[0]", "r0.log")}, 0.5, watch);
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.failure, "rank 1 stopped answering");
+  EXPECT_EQ(lines, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(remote_signals, (std::vector<int>{SIGTERM, SIGKILL}));
+}
+
+// After the first failure the others may end by themselves within the
+// failure grace (each saying what it saw) before they are signalled.
+TEST_F(ProcessGroupTest, OthersGetTheFailureGraceToEndByThemselves) {
+  JobWatch watch;
+  watch.failure_grace = 10;
+  auto start = Clock::now();
+  JobResult result = run_process_group(
+      {shell("sleep 0.3; exit 3", "[0]", ""),
+       shell("trap 'echo too late' TERM; sleep 1; echo saw it; exit 4", "[1]", "r1.log")},
+      1.0, watch);
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(result.failure, "rank 0 ([0]) exited with code 3");
+  EXPECT_EQ(read("r1.log"), "[1]<stdout>: saw it\n");
+}
+
+// The grace ends a second after every rank is accounted for by a report.
+TEST_F(ProcessGroupTest, FailureGraceEndsOnceEveryRankIsAccountedFor) {
+  JobWatch watch;
+  watch.failure_grace = 30;
+  watch.all_accounted = [] { return true; };
+  auto start = Clock::now();
+  JobResult result = run_process_group(
+      {shell("sleep 0.3; exit 3", "[0]", ""), shell("echo $$; exec sleep 100", "[1]", "r1.log")},
+      1.0, watch);
+  const double elapsed = seconds_since(start);
+  EXPECT_GE(elapsed, 1.2);
+  EXPECT_LT(elapsed, 5.0);
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_FALSE(alive(pid_in("r1.log", "[1]")));
+}
+
 TEST_F(ProcessGroupTest, HvdrunSignalledStopsEveryChild) {
   std::thread signaller([] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));

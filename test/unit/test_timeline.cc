@@ -1,8 +1,12 @@
 // The timeline's pieces: the Chrome-trace file writer (valid JSON, rows
 // named after tensors, byte budget), the bounded event queue (drops and
 // counts, never blocks), the Timeline's start/stop and events from several
-// threads, and TimelineSpan (one event per tensor, ended on any thread).
+// threads, a writer killed mid-run (the file is still complete JSON), and
+// TimelineSpan (one event per tensor, ended on any thread).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -84,6 +88,33 @@ TEST(TimelineFileWriter, StopsAtTheByteBudgetAndSaysSo) {
 
 TEST(TimelineFileWriter, UnopenableFileIsInvalidArgument) {
   EXPECT_THROW(TimelineFileWriter("/nonexistent-dir/x/t.json", 1 << 20), InvalidArgument);
+}
+
+// A rank killed while its timeline is being written (a failed job, a time
+// limit): the file must open as it is, at whatever moment the kill landed.
+TEST(Timeline, FileIsCompleteJsonWhenTheWriterIsKilled) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const std::string path = test::timeline_path("killed" + std::to_string(attempt));
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      Timeline timeline(1 << 24, 1 << 16, std::chrono::milliseconds(5));
+      timeline.start(path, false);
+      for (long i = 0;; ++i) {
+        const auto now = TimelineClock::now();
+        timeline.complete("grad." + std::to_string(i % 50), "ALLREDUCE", now, now);
+        if (i % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + 37 * attempt));
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    const std::string text = read_file(path);
+    EXPECT_TRUE(valid_json(path)) << "killed after " << 100 + 37 * attempt << " ms; ends with: "
+                                  << text.substr(text.size() > 200 ? text.size() - 200 : 0);
+    EXPECT_FALSE(test::traced_events(path, "ALLREDUCE").empty());
+    std::remove(path.c_str());
+  }
 }
 
 TEST(TimelineEventQueue, DropsAndCountsWhenFullWithoutBlocking) {

@@ -73,7 +73,7 @@ void GlooBackend::allreduce(void* buffer, std::size_t count, DataType dtype, Red
   };
   with_element_type(dtype, [&](auto* typed) {
     using T = std::remove_pointer_t<decltype(typed)>;
-    gloo_call("allreduce", [&] {
+    context_->run("allreduce", [&] {
       gloo::AllreduceOptions options(context_->data());
       options.setOutput(static_cast<T*>(buffer), count);
       options.setReduceFunction(reduce);
@@ -91,7 +91,7 @@ void GlooBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int
   if (count == 0) return;
   with_element_type(dtype, [&](auto* typed) {
     using T = std::remove_pointer_t<decltype(typed)>;
-    gloo_call("broadcast", [&] {
+    context_->run("broadcast", [&] {
       gloo::BroadcastOptions options(context_->data());
       options.setOutput(static_cast<T*>(buffer), count);
       options.setRoot(root);
@@ -121,7 +121,7 @@ void GlooBackend::allgatherv(const void* input, void* output,
   if (my_count > 0 && input != my_slot) std::memcpy(my_slot, input, my_count * element_size);
   with_element_type(dtype, [&](auto* typed) {
     using T = std::remove_pointer_t<decltype(typed)>;
-    gloo_call("allgatherv", [&] {
+    context_->run("allgatherv", [&] {
       gloo::AllgathervOptions options(context_->data());
       options.setOutput(static_cast<T*>(output), counts);
       options.setTag(next_tag());
@@ -147,7 +147,7 @@ void GlooBackend::alltoallv(const void* input, const std::vector<std::size_t>& s
   void* out = output ? output : &placeholder;
   with_element_type(dtype, [&](auto* typed) {
     using T = std::remove_pointer_t<decltype(typed)>;
-    gloo_call("alltoallv", [&] {
+    context_->run("alltoallv", [&] {
       gloo::AlltoallvOptions options(context_->data());
       options.setInput(static_cast<T*>(in), send);
       options.setOutput(static_cast<T*>(out), recv);

@@ -5,10 +5,13 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/transport/tcp/device.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <climits>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "core/elastic_worker.h"
 #include "core/env.h"
 #include "core/logging.h"
+#include "core/peer_failure.h"
 #include "store/file_store.h"
 #include "store/tcp_store.h"
 
@@ -177,11 +181,7 @@ namespace detail {
 
 GlooOptions GlooContext::options_from_environment() {
   GlooOptions options;
-  const double seconds = env_double("GLOO_TIMEOUT_SECONDS", 30);
-  HVD_CHECK(seconds > 0 && seconds < 1e7, InvalidArgument,
-            "HOROVODCPP_GLOO_TIMEOUT_SECONDS=" << seconds << " must be positive");
-  options.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000 + 0.5));
-  if (options.timeout.count() == 0) options.timeout = std::chrono::milliseconds(1);
+  options.timeout = peer_timeout("GLOO_TIMEOUT_SECONDS");
   options.topology = topology_from_environment();
   options.store = store_from_environment(options.topology, options.timeout);
   options.network = network_from_environment(options.topology);
@@ -207,26 +207,96 @@ std::shared_ptr<GlooContext> GlooContext::create(const GlooOptions& options) {
       options.prefix.empty() ? GlooStoreAdapter::next_init_prefix() : options.prefix;
 
   std::shared_ptr<gloo::transport::Device> device;
-  gloo_call("creating the TCP device", [&] {
-    try {
-      device = gloo::transport::tcp::CreateDevice(options.network);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      HVD_THROW(BackendError, "Gloo: cannot listen on " << network_str(options.network)
-                                                        << " (set HOROVODCPP_GLOO_IFACE or "
-                                                           "HOROVODCPP_HOSTNAME): "
-                                                        << e.what());
-    }
-  });
-  return connect(options, std::move(device), prefix);
+  // The device's thread writes to the peers' sockets: it starts with SIGPIPE
+  // blocked, so a write to a peer that died fails (and names the peer)
+  // instead of killing the process (as the coordinator thread does).
+  sigset_t pipe, old_mask;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &old_mask);
+  try {
+    device = gloo::transport::tcp::CreateDevice(options.network);
+    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  } catch (const std::exception& e) {
+    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    HVD_THROW(BackendError, "Gloo: cannot listen on " << network_str(options.network)
+                                                      << " (set HOROVODCPP_GLOO_IFACE or "
+                                                         "HOROVODCPP_HOSTNAME): "
+                                                      << e.what());
+  }
+  std::shared_ptr<GlooContext> context = connect(options, std::move(device), prefix);
+  for (int r = 0; r < topology.size; ++r) context->members_.push_back(r);
+  return context;
 }
 
 std::shared_ptr<GlooContext> GlooContext::create_subset(const std::string& name,
-                                                        const Topology& topology) const {
+                                                        const Topology& topology,
+                                                        const std::vector<int>& members) const {
+  HVD_CHECK_EQ(members.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
+               "a Gloo subset needs the job rank of each of its ranks");
   GlooOptions options = options_;
   options.topology = topology;
-  return connect(options, device_, prefix_ + name + "/");
+  std::shared_ptr<GlooContext> context = connect(options, device_, prefix_ + name + "/");
+  for (int member : members) context->members_.push_back(members_.at(member));
+  return context;
+}
+
+void GlooContext::check_usable() const {
+  if (!verdict_.empty()) throw RankFailure(verdict_, silent_);
+}
+
+void GlooContext::fail(const char* what) {
+  try {
+    throw;
+  } catch (const gloo::IoException& e) {
+    // "[../gloo/transport/tcp/pair.cc:589] Connection closed by peer ...":
+    // the source location means nothing to the user.
+    std::string cause = e.what();
+    if (!cause.empty() && cause.front() == '[' && cause.find("] ") != std::string::npos) {
+      cause.erase(0, cause.find("] ") + 2);
+    }
+    give_up(std::string("Gloo ") + what, cause);
+  } catch (...) {
+    detail::rethrow_as_hvd_error(what);
+  }
+}
+
+void GlooContext::give_up(const std::string& operation, const std::string& cause,
+                          const std::vector<int>& blamed, bool listen) {
+  check_usable();
+  const Topology& topology = options_.topology;
+  if (!options_.store) throw peer_failure(operation, blamed, cause);  // a single rank
+  Store& store = *options_.store;
+  HVD_LOG(Info) << operation << ": giving up (" << cause << "); roll call of the other ranks";
+  // A notice is the (maybe empty) list of the ranks its poster blames.
+  const std::string notices = prefix_ + "gave_up/";
+  std::set<int> named(blamed.begin(), blamed.end());
+  try {
+    store.set(notices + std::to_string(topology.rank), rank_list_text(blamed));
+  } catch (const Error& e) {
+    HVD_LOG(Warning) << "Gloo: cannot post this rank's notice in the store: " << e.what();
+  }
+  // Peers blocked on this rank now fail at once instead of at their timeout.
+  control_.reset();
+  data_.reset();
+  const auto deadline = std::chrono::steady_clock::now() + roll_call_window(options_.timeout);
+  for (int r = 0; listen && r < topology.size; ++r) {
+    if (r == topology.rank) continue;
+    const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   deadline - std::chrono::steady_clock::now()),
+                               std::chrono::milliseconds(1));
+    try {
+      for (int passed_on : parse_rank_list(store.get(notices + std::to_string(r), left))) {
+        named.insert(passed_on);
+      }
+    } catch (const Error&) {
+      named.insert(members_[static_cast<std::size_t>(r)]);  // no notice (or no store)
+    }
+  }
+  silent_.assign(named.begin(), named.end());
+  const RankFailure failure = peer_failure(operation, silent_, cause);
+  verdict_ = failure.what();
+  throw failure;
 }
 
 std::shared_ptr<GlooContext> GlooContext::connect(const GlooOptions& options,

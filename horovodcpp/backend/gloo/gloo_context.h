@@ -10,8 +10,9 @@
 //   GLOO_IFACE: the network interface to use; else HOSTNAME: the address
 //     to listen on; else 127.0.0.1 when every rank is local, else the
 //     machine's hostname.
-//   GLOO_TIMEOUT_SECONDS (default 30): bounds the rendezvous and every
-//     collective, so a dead or stuck peer becomes an error, not a hang.
+//   PEER_TIMEOUT_SECONDS (default 30), or Horovod's GLOO_TIMEOUT_SECONDS
+//     for Gloo alone: bounds the rendezvous and every collective, so a dead
+//     or stuck peer becomes an error naming it, not a hang.
 #pragma once
 
 #include <gloo/context.h>
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/controller.h"
 #include "store/store.h"
@@ -60,13 +62,13 @@ class GlooContext {
   GlooContext(const GlooContext&) = delete;
   GlooContext& operator=(const GlooContext&) = delete;
 
-  // A context over a subset of this one's ranks (a process set), in which
-  // this rank has the place `topology`. Its members meet through this
-  // context's store, under keys of their own named by `name` (unique within
-  // this context, e.g. "process_set.3"), and share its TCP device.
-  // Collective over the members.
-  std::shared_ptr<GlooContext> create_subset(const std::string& name,
-                                             const Topology& topology) const;
+  // A context over a subset of this one's ranks (a process set): `members`,
+  // the job ranks in order, among which this rank has the place
+  // `topology`. Its members meet through this context's store, under keys
+  // of their own named by `name` (unique within this context, e.g.
+  // "process_set.3"), and share its TCP device. Collective over the members.
+  std::shared_ptr<GlooContext> create_subset(const std::string& name, const Topology& topology,
+                                             const std::vector<int>& members) const;
 
   const Topology& topology() const { return options_.topology; }
   std::chrono::milliseconds timeout() const { return options_.timeout; }
@@ -78,6 +80,21 @@ class GlooContext {
   const std::shared_ptr<gloo::Context>& control() const { return control_; }
   const std::shared_ptr<gloo::Context>& data() const { return data_; }
 
+  // Runs `fn`, a collective on control() or data() (`what` names it in
+  // errors), and turns whatever Gloo throws into an hvd::Error. A lost
+  // connection or an expired timeout means that a peer failed: this rank
+  // gives up on the context (core/peer_failure.h): it posts a notice in the
+  // store, closes its connections, so that peers blocked on it fail at once
+  // too, and throws the RankFailure naming the ranks that posted none within
+  // the roll-call window. Every later call throws that error again. Any
+  // other Gloo failure is a BackendError; hvd::Errors pass through.
+  template <typename Fn>
+  void run(const char* what, Fn&& fn);
+  // Gives up on the context as run() does after `operation` failed because
+  // of `cause`, passing on `blamed` with the notice: Controller::give_up.
+  [[noreturn]] void give_up(const std::string& operation, const std::string& cause,
+                            const std::vector<int>& blamed = {}, bool listen = true);
+
  private:
   GlooContext() = default;
   // Connects the control and data contexts of `options.topology` under
@@ -86,8 +103,14 @@ class GlooContext {
                                               std::shared_ptr<gloo::transport::Device> device,
                                               const std::string& prefix);
 
+  [[noreturn]] void fail(const char* what);
+  void check_usable() const;
+
   GlooOptions options_;
   std::string prefix_;
+  std::vector<int> members_;  // the job rank of each rank of this context
+  std::string verdict_;       // the error message, once given up
+  std::vector<int> silent_;   // the ranks it named
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> control_;
   std::shared_ptr<gloo::Context> data_;
@@ -96,24 +119,19 @@ class GlooContext {
 // This machine's hostname (BackendError if it cannot be read).
 std::string machine_hostname();
 
-// Runs `fn` (Gloo calls) and turns whatever Gloo throws into an hvd::Error:
-// a lost connection or an expired timeout (a peer died or hangs) into a
-// RankFailure, any other Gloo failure into a BackendError. `what` names the
-// operation in the message. hvd::Errors pass through unchanged.
-template <typename Fn>
-void gloo_call(const char* what, Fn&& fn);
-
 namespace detail {
-// Rethrows the exception in flight as an hvd::Error (see gloo_call).
+// Rethrows the exception in flight as an hvd::Error: a lost connection or an
+// expired timeout as a RankFailure, any other failure as a BackendError.
 [[noreturn]] void rethrow_as_hvd_error(const char* what);
 }  // namespace detail
 
 template <typename Fn>
-void gloo_call(const char* what, Fn&& fn) {
+void GlooContext::run(const char* what, Fn&& fn) {
+  check_usable();
   try {
     fn();
   } catch (...) {
-    detail::rethrow_as_hvd_error(what);
+    fail(what);
   }
 }
 

@@ -31,7 +31,7 @@ std::vector<std::string> GlooController::gather_to_root(const std::string& messa
   // one fixed-size gather.
   std::int64_t my_size = static_cast<std::int64_t>(message.size());
   std::vector<std::int64_t> sizes(static_cast<std::size_t>(size));
-  gloo_call("gathering control message sizes", [&] {
+  context_->run("gathering control message sizes", [&] {
     gloo::AllgatherOptions options(gloo_context);
     options.setInput(&my_size, 1);
     options.setOutput(sizes.data(), sizes.size());
@@ -46,7 +46,7 @@ std::vector<std::string> GlooController::gather_to_root(const std::string& messa
     std::vector<char> padded(message.begin(), message.end());
     padded.resize(padded_size);
     if (is_root) gathered.resize(padded_size * static_cast<std::size_t>(size));
-    gloo_call("gathering control messages", [&] {
+    context_->run("gathering control messages", [&] {
       gloo::GatherOptions options(gloo_context);
       options.setInput(padded.data(), padded.size());
       if (is_root) options.setOutput(gathered.data(), gathered.size());
@@ -70,7 +70,7 @@ std::string GlooController::broadcast_from_root(const std::string& message) {
   const bool is_root = context_->topology().rank == kRoot;
 
   std::int64_t size = is_root ? static_cast<std::int64_t>(message.size()) : 0;
-  gloo_call("broadcasting a control message size", [&] {
+  context_->run("broadcasting a control message size", [&] {
     gloo::BroadcastOptions options(gloo_context);
     options.setOutput(&size, 1);
     options.setRoot(kRoot);
@@ -79,7 +79,7 @@ std::string GlooController::broadcast_from_root(const std::string& message) {
   });
   std::string result = is_root ? message : std::string(static_cast<std::size_t>(size), '\0');
   if (size == 0) return result;
-  gloo_call("broadcasting a control message", [&] {
+  context_->run("broadcasting a control message", [&] {
     gloo::BroadcastOptions options(gloo_context);
     options.setOutput(result.data(), result.size());
     options.setRoot(kRoot);
@@ -98,7 +98,7 @@ void GlooController::bitwise_and(std::vector<std::uint64_t>& words) {
     const auto* y = static_cast<const std::uint64_t*>(b);
     for (std::size_t i = 0; i < n; ++i) o[i] = x[i] & y[i];
   };
-  gloo_call("exchanging response cache bits", [&] {
+  context_->run("exchanging response cache bits", [&] {
     gloo::AllreduceOptions options(context_->control());
     options.setOutput(words.data(), words.size());
     options.setReduceFunction(bitwise_and_into);

@@ -19,6 +19,10 @@ class GlooController : public Controller {
   std::vector<std::string> gather_to_root(const std::string& message) override;
   std::string broadcast_from_root(const std::string& message) override;
   void bitwise_and(std::vector<std::uint64_t>& words) override;
+  [[noreturn]] void give_up(const std::string& what, const std::string& cause,
+                            const std::vector<int>& blamed, bool listen) override {
+    context_->give_up(what, cause, blamed, listen);
+  }
 
  private:
   // Every rank issues the same collectives in the same order, so the n-th

@@ -53,7 +53,7 @@ Transport GlooProcessSetChannel::create_transport(int id, const std::vector<int>
   if (!std::binary_search(ranks.begin(), ranks.end(), topology.rank)) return Transport{};
   const Topology place = subset_topology(hosts, ranks, topology.rank);
   return transport_over<GlooController, GlooBackend>(
-      world_->create_subset("process_set." + std::to_string(id), place));
+      world_->create_subset("process_set." + std::to_string(id), place, ranks));
 }
 
 const std::vector<std::string>& GlooProcessSetChannel::host_keys() {

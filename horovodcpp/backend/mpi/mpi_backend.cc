@@ -100,8 +100,10 @@ void MpiBackend::allreduce(void* buffer, std::size_t count, DataType dtype, Redu
   char* bytes = static_cast<char*>(buffer);
   const std::size_t element_size = dtype_size(dtype);
   for_each_chunk(count, chunk_elements(dtype), [&](std::size_t offset, int n) {
-    HVD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + offset * element_size, n, datatype,
-                                mpi_reduce_op, context_->data_comm()));
+    context_->run(MpiPlane::kData, "MPI_Iallreduce", [&](MPI_Request* r) {
+      return MPI_Iallreduce(MPI_IN_PLACE, bytes + offset * element_size, n, datatype, mpi_reduce_op,
+                            context_->data_comm(), r);
+    });
   });
 }
 
@@ -109,8 +111,10 @@ void MpiBackend::chunked_broadcast(char* buffer, std::size_t count, DataType dty
   const MPI_Datatype datatype = mpi_datatype(dtype);
   const std::size_t element_size = dtype_size(dtype);
   for_each_chunk(count, chunk_elements(dtype), [&](std::size_t offset, int n) {
-    HVD_MPI_CHECK(
-        MPI_Bcast(buffer + offset * element_size, n, datatype, root, context_->data_comm()));
+    context_->run(MpiPlane::kData, "MPI_Ibcast", [&](MPI_Request* r) {
+      return MPI_Ibcast(buffer + offset * element_size, n, datatype, root, context_->data_comm(),
+                        r);
+    });
   });
 }
 
@@ -151,9 +155,11 @@ void MpiBackend::allgatherv(const void* input, void* output, const std::vector<s
       int_counts[r] = static_cast<int>(counts[r]);
       displacements[r] = static_cast<int>(offsets[r]);
     }
-    HVD_MPI_CHECK(MPI_Allgatherv(in_place ? MPI_IN_PLACE : input, static_cast<int>(my_count),
-                                 datatype, out, int_counts.data(), displacements.data(), datatype,
-                                 context_->data_comm()));
+    context_->run(MpiPlane::kData, "MPI_Iallgatherv", [&](MPI_Request* r) {
+      return MPI_Iallgatherv(in_place ? MPI_IN_PLACE : input, static_cast<int>(my_count), datatype,
+                             out, int_counts.data(), displacements.data(), datatype,
+                             context_->data_comm(), r);
+    });
     return;
   }
   // Each rank in turn broadcasts its part from its slot of the output.
@@ -178,8 +184,9 @@ void MpiBackend::alltoallv(const void* input, const std::vector<std::size_t>& se
   // Counts and displacements are ints; whether they fit is known per rank,
   // and every rank must take the same path.
   int too_large = std::max(send_total, recv_total) > chunk_elements(dtype) ? 1 : 0;
-  HVD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &too_large, 1, MPI_INT, MPI_MAX,
-                              context_->data_comm()));
+  context_->run(MpiPlane::kData, "MPI_Iallreduce", [&](MPI_Request* r) {
+    return MPI_Iallreduce(MPI_IN_PLACE, &too_large, 1, MPI_INT, MPI_MAX, context_->data_comm(), r);
+  });
   if (too_large) {
     pairwise_alltoallv(static_cast<const char*>(input), send_counts, static_cast<char*>(output),
                        recv_counts, dtype);
@@ -189,9 +196,11 @@ void MpiBackend::alltoallv(const void* input, const std::vector<std::size_t>& se
   const std::vector<int> int_send_offsets = to_ints(send_offsets);
   const std::vector<int> int_recv_counts = to_ints(recv_counts);
   const std::vector<int> int_recv_offsets = to_ints(recv_offsets);
-  HVD_MPI_CHECK(MPI_Alltoallv(input, int_send_counts.data(), int_send_offsets.data(), datatype,
-                              output, int_recv_counts.data(), int_recv_offsets.data(), datatype,
-                              context_->data_comm()));
+  context_->run(MpiPlane::kData, "MPI_Ialltoallv", [&](MPI_Request* r) {
+    return MPI_Ialltoallv(input, int_send_counts.data(), int_send_offsets.data(), datatype, output,
+                          int_recv_counts.data(), int_recv_offsets.data(), datatype,
+                          context_->data_comm(), r);
+  });
 }
 
 void MpiBackend::pairwise_alltoallv(const char* input, const std::vector<std::size_t>& send_counts,
@@ -234,8 +243,9 @@ void MpiBackend::exchange(const char* send, std::size_t send_count, int to, char
     HVD_MPI_CHECK(MPI_Isend(send + offset * element_size, n, datatype, to, kTag,
                             context_->data_comm(), &requests.back()));
   });
-  HVD_MPI_CHECK(
-      MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  for (MPI_Request& request : requests) {
+    context_->wait(MpiPlane::kData, &request, "MPI_Isend/MPI_Irecv");
+  }
 }
 
 void MpiBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
@@ -260,8 +270,10 @@ void MpiBackend::reducescatter(void* buffer, void* output, const std::vector<std
   char* bytes = static_cast<char*>(buffer);
   if (total <= chunk_elements(dtype)) {
     const std::vector<int> int_counts = to_ints(counts);
-    HVD_MPI_CHECK(MPI_Reduce_scatter(bytes, output, int_counts.data(), datatype, mpi_reduce_op,
-                                     context_->data_comm()));
+    context_->run(MpiPlane::kData, "MPI_Ireduce_scatter", [&](MPI_Request* r) {
+      return MPI_Ireduce_scatter(bytes, output, int_counts.data(), datatype, mpi_reduce_op,
+                                 context_->data_comm(), r);
+    });
     return;
   }
   // Each rank's share in turn, reduced to it in chunks.
@@ -269,9 +281,11 @@ void MpiBackend::reducescatter(void* buffer, void* output, const std::vector<std
   char* out = static_cast<char*>(output);
   for (int r = 0; r < topology.size; ++r) {
     for_each_chunk(counts[r], chunk_elements(dtype), [&](std::size_t offset, int n) {
-      HVD_MPI_CHECK(MPI_Reduce(bytes + (offsets[r] + offset) * element_size,
-                               r == topology.rank ? out + offset * element_size : nullptr, n,
-                               datatype, mpi_reduce_op, r, context_->data_comm()));
+      context_->run(MpiPlane::kData, "MPI_Ireduce", [&](MPI_Request* request) {
+        return MPI_Ireduce(bytes + (offsets[r] + offset) * element_size,
+                           r == topology.rank ? out + offset * element_size : nullptr, n, datatype,
+                           mpi_reduce_op, r, context_->data_comm(), request);
+      });
     });
   }
 }

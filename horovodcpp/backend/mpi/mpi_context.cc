@@ -1,12 +1,16 @@
 #include "backend/mpi/mpi_context.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <tuple>
 #include <utility>
 
 #include "backend/mpi/mpi_check.h"
 #include "core/check.h"
+#include "core/peer_failure.h"
+#include "core/usable_cpus.h"
 
 namespace hvd {
 namespace {
@@ -19,9 +23,18 @@ bool mpi_finalized() {
 
 // Registered only when we initialized MPI (an application that initialized
 // it finalizes it itself). Not done in ~MpiContext: MPI cannot be initialized
-// twice, and the runtime must support shutdown followed by init.
+// twice, and the runtime must support shutdown followed by init. After a
+// rank stopped answering, MPI_Finalize would wait for it forever: abort
+// instead, which makes the launcher end the whole job. Abort kills every
+// rank at once, so first the others that gave up in the same roll call get
+// a moment to say so.
 void finalize_at_exit() {
-  if (!mpi_finalized()) MPI_Finalize();
+  if (mpi_finalized()) return;
+  if (MpiRollCall::any_given_up()) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
 }
 
 const char* thread_level_name(int level) {
@@ -118,13 +131,33 @@ std::shared_ptr<MpiContext> MpiContext::create(MPI_Comm comm) {
   MPI_Comm cross = MPI_COMM_NULL;
   HVD_MPI_CHECK(MPI_Comm_split(world, topology.local_rank, topology.rank, &cross));
   std::tie(topology.cross_rank, topology.cross_size) = rank_and_size_then_free(&cross);
+
+  context->roll_call_ = std::make_unique<MpiRollCall>(comm);
+  context->control_wait_.timeout = peer_timeout();
+  context->control_wait_.spin = topology.local_size <= usable_cpus();
+  context->data_wait_.timeout = context->control_wait_.timeout;
+  context->data_wait_.sleep = false;
   return context;
+}
+
+void MpiContext::give_up(const std::string& what, const std::string& cause,
+                         const std::vector<int>& blamed, bool listen) {
+  const auto window =
+      listen ? roll_call_window(control_wait_.timeout) : std::chrono::milliseconds(0);
+  roll_call_->give_up(what, cause, window, blamed);
+}
+
+void MpiContext::wait(MpiPlane plane, MPI_Request* request, const char* what) {
+  wait_for_request(request, what, plane == MpiPlane::kControl ? control_wait_ : data_wait_,
+                   *roll_call_);
 }
 
 MpiContext::~MpiContext() {
   // After MPI_Finalize (e.g. a context kept alive until static destruction)
   // the handles are gone with MPI itself.
   if (mpi_finalized()) return;
+  // Given up on: collectives still pending on the communicators.
+  if (roll_call_ && MpiRollCall::any_given_up()) return;
   if (data_comm_ != MPI_COMM_NULL) MPI_Comm_free(&data_comm_);
   if (control_comm_ != MPI_COMM_NULL) MPI_Comm_free(&control_comm_);
 }

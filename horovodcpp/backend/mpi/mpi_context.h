@@ -6,9 +6,15 @@
 #include <memory>
 
 #include "backend/mpi/mpi_check.h"
+#include "backend/mpi/mpi_roll_call.h"
+#include "backend/mpi/mpi_wait.h"
 #include "core/controller.h"
 
 namespace hvd {
+
+// Negotiation and data move on separate communicators (and wait alike but
+// for the pauses between polls, mpi_wait.h).
+enum class MpiPlane { kControl, kData };
 
 class MpiContext {
  public:
@@ -31,12 +37,32 @@ class MpiContext {
   MPI_Comm data_comm() const { return data_comm_; }
   const Topology& topology() const { return topology_; }
 
+  // Completes `request`, started on the communicator of `plane`, or throws
+  // the RankFailure naming the ranks that stopped answering (mpi_wait.h).
+  // Either plane giving up breaks both.
+  void wait(MpiPlane plane, MPI_Request* request, const char* what);
+  // Gives up on both communicators (Controller::give_up).
+  [[noreturn]] void give_up(const std::string& what, const std::string& cause,
+                            const std::vector<int>& blamed, bool listen);
+  // Starts a non-blocking call (`start(MPI_Request*)` returns MPI's code)
+  // and waits for it.
+  template <typename Start>
+  void run(MpiPlane plane, const char* what, Start&& start) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int rc = start(&request);
+    if (rc != MPI_SUCCESS) detail::throw_mpi_error(what, rc);
+    wait(plane, &request, what);
+  }
+
  private:
   MpiContext() = default;
 
   MPI_Comm control_comm_ = MPI_COMM_NULL;
   MPI_Comm data_comm_ = MPI_COMM_NULL;
   Topology topology_;
+  MpiWait control_wait_;
+  MpiWait data_wait_;
+  std::unique_ptr<MpiRollCall> roll_call_;
 };
 
 // A duplicate of `comm` with MPI_ERRORS_RETURN; the caller frees it.

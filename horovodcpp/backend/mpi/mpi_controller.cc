@@ -5,29 +5,17 @@
 #include <utility>
 
 #include "backend/mpi/mpi_check.h"
-#include "backend/mpi/mpi_wait.h"
 #include "core/check.h"
-#include "core/usable_cpus.h"
 
 namespace hvd {
 namespace {
 
 constexpr int kRoot = 0;
 
-// Starts a non-blocking collective (`start` fills the request) and waits for
-// it without holding the core (mpi_wait.h).
-template <typename Start>
-void run(const char* what, bool spin, Start start) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  HVD_MPI_CHECK(start(&request));
-  wait_for_request(&request, what, spin);
-}
-
 }  // namespace
 
 MpiController::MpiController(std::shared_ptr<MpiContext> context) : context_(std::move(context)) {
   HVD_CHECK(context_ != nullptr, InvalidArgument, "MpiController needs an MpiContext");
-  spin_ = context_->topology().local_size <= usable_cpus();
 }
 
 std::vector<std::string> MpiController::gather_to_root(const std::string& message) {
@@ -42,12 +30,12 @@ std::vector<std::string> MpiController::gather_to_root(const std::string& messag
   int my_size = static_cast<int>(message.size());
 
   std::vector<int> sizes(is_root ? topology.size : 0);
-  run("MPI_Igather", spin_, [&](MPI_Request* r) {
+  context_->run(MpiPlane::kControl, "MPI_Igather", [&](MPI_Request* r) {
     return MPI_Igather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, kRoot, comm, r);
   });
 
   if (!is_root) {
-    run("MPI_Igatherv", spin_, [&](MPI_Request* r) {
+    context_->run(MpiPlane::kControl, "MPI_Igatherv", [&](MPI_Request* r) {
       return MPI_Igatherv(message.data(), my_size, MPI_BYTE, nullptr, nullptr, nullptr, MPI_BYTE,
                           kRoot, comm, r);
     });
@@ -62,7 +50,7 @@ std::vector<std::string> MpiController::gather_to_root(const std::string& messag
     total += sizes[r];
   }
   std::string gathered(static_cast<std::size_t>(total), '\0');
-  run("MPI_Igatherv", spin_, [&](MPI_Request* r) {
+  context_->run(MpiPlane::kControl, "MPI_Igatherv", [&](MPI_Request* r) {
     return MPI_Igatherv(message.data(), my_size, MPI_BYTE, gathered.data(), sizes.data(),
                         displacements.data(), MPI_BYTE, kRoot, comm, r);
   });
@@ -80,14 +68,13 @@ std::string MpiController::broadcast_from_root(const std::string& message) {
   // The size travels as 64 bits so every rank sees an oversized message and
   // throws together instead of leaving the others waiting.
   std::int64_t size = is_root ? static_cast<std::int64_t>(message.size()) : 0;
-  run("MPI_Ibcast", spin_, [&](MPI_Request* r) {
-    return MPI_Ibcast(&size, 1, MPI_INT64_T, kRoot, comm, r);
-  });
+  context_->run(MpiPlane::kControl, "MPI_Ibcast",
+                [&](MPI_Request* r) { return MPI_Ibcast(&size, 1, MPI_INT64_T, kRoot, comm, r); });
   HVD_CHECK(
       size <= INT_MAX, BackendError,
       "control message of " << size << " bytes exceeds MPI's limit of " << INT_MAX << " bytes");
   std::string result = is_root ? message : std::string(static_cast<std::size_t>(size), '\0');
-  run("MPI_Ibcast", spin_, [&](MPI_Request* r) {
+  context_->run(MpiPlane::kControl, "MPI_Ibcast", [&](MPI_Request* r) {
     return MPI_Ibcast(result.data(), static_cast<int>(size), MPI_BYTE, kRoot, comm, r);
   });
   return result;
@@ -96,7 +83,7 @@ std::string MpiController::broadcast_from_root(const std::string& message) {
 void MpiController::bitwise_and(std::vector<std::uint64_t>& words) {
   HVD_CHECK(words.size() <= static_cast<std::size_t>(INT_MAX), BackendError,
             "bit vector of " << words.size() << " words exceeds MPI's count limit");
-  run("MPI_Iallreduce", spin_, [&](MPI_Request* r) {
+  context_->run(MpiPlane::kControl, "MPI_Iallreduce", [&](MPI_Request* r) {
     return MPI_Iallreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()),
                           MPI_UINT64_T, MPI_BAND, context_->control_comm(), r);
   });

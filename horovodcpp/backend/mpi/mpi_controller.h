@@ -18,10 +18,13 @@ class MpiController : public Controller {
   std::vector<std::string> gather_to_root(const std::string& message) override;
   std::string broadcast_from_root(const std::string& message) override;
   void bitwise_and(std::vector<std::uint64_t>& words) override;
+  [[noreturn]] void give_up(const std::string& what, const std::string& cause,
+                            const std::vector<int>& blamed, bool listen) override {
+    context_->give_up(what, cause, blamed, listen);
+  }
 
  private:
   std::shared_ptr<MpiContext> context_;
-  bool spin_ = true;  // wait by polling first: every rank of the host has a core
 };
 
 }  // namespace hvd

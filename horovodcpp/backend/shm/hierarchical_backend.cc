@@ -109,11 +109,23 @@ void HostStagedBackend::allreduce(void* buffer, std::size_t count, DataType dtyp
   } catch (const std::exception& e) {
     // Nobody must wait for this rank: its host peers learn it through the
     // segment (which numbers ranks within the host, so name the job's rank),
-    // its cross-host peers from the connections closed with its transport.
+    // its cross-host peers from the connections closed with their transport.
+    // Both hear this rank's notice in their transport's roll call, which
+    // passes on whom it blames: they would blame this rank otherwise.
     broken_ = true;
     if (host_) {
       host_->abandon("(rank " + std::to_string(rank_) +
                      " of the job) its host-staged allreduce failed: " + e.what());
+    }
+    const auto* failure = dynamic_cast<const RankFailure*>(&e);
+    const std::vector<int> blamed = failure ? failure->ranks() : std::vector<int>{};
+    for (Controller* stage : {host_controller_.get(), cross_.controller.get()}) {
+      if (stage == nullptr) continue;
+      try {
+        stage->give_up("host-staged allreduce", e.what(), blamed, /*listen=*/false);
+      } catch (const Error&) {
+        // That stage's verdict; the error to report is `e`.
+      }
     }
     cross_ = Transport{};
     throw;

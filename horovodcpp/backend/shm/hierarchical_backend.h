@@ -66,7 +66,8 @@ class HostStagedBackend : public Backend {
   // allreduce across hosts, a shared-memory broadcast from the first rank.
   // A failure in any stage fails this rank's later allreduces too, and
   // makes its peers stop waiting for it at once: its host's segment is
-  // marked failed and its cross-host connections are closed.
+  // marked failed, it gives up on both stages' transports (passing on whom
+  // it blames) and its cross-host connections are closed.
   void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;
   // Delegated to the inner (flat) backend.
   void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,

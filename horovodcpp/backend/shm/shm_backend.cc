@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/env.h"
 #include "core/logging.h"
+#include "core/peer_failure.h"
 #include "core/reduction.h"
 #include "core/usable_cpus.h"
 
@@ -56,11 +57,7 @@ std::uint64_t chunks_of(std::size_t bytes, std::size_t chunk_bytes) {
 
 ShmOptions ShmOptions::from_environment() {
   ShmOptions options;
-  const double seconds = env_double("SHM_TIMEOUT_SECONDS", 30.0);
-  HVD_CHECK(seconds > 0, InvalidArgument,
-            "HOROVODCPP_SHM_TIMEOUT_SECONDS must be positive, got " << seconds);
-  options.timeout =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
+  options.timeout = peer_timeout("SHM_TIMEOUT_SECONDS");
   const long long slot = env_int("SHM_SLOT_BYTES", static_cast<long long>(options.slot_bytes));
   HVD_CHECK(
       slot >= 4096 && slot <= (1LL << 30) && slot % 4096 == 0, InvalidArgument,
@@ -71,7 +68,7 @@ ShmOptions ShmOptions::from_environment() {
 
 ShmBackend::ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
                        const ShmOptions& options)
-    : inner_(std::move(inner)) {
+    : inner_(std::move(inner)), controller_(controller) {
   HVD_CHECK(inner_ != nullptr, InvalidArgument, "ShmBackend needs an inner backend");
   const Topology& topology = controller.topology();
   rank_ = topology.rank;
@@ -237,7 +234,7 @@ void ShmBackend::reduce_chunks(const char* what, unsigned char* buffer, std::siz
                   segment_.slot(stage, r) + (lo - begin) * element, (hi - lo) * element);
     }
   };
-  pipeline_->run(what, chunks_of(count, chunk), /*reduces=*/true, fill, reduce, drain);
+  run_pipeline(what, chunks_of(count, chunk), /*reduces=*/true, fill, reduce, drain);
 }
 
 void ShmBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int root) {
@@ -257,7 +254,7 @@ void ShmBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int 
   auto drain = [&](std::uint64_t c, int stage) {
     if (rank_ != root) std::memcpy(bytes + c * chunk, segment_.slot(stage, 0), length(c));
   };
-  pipeline_->run(
+  run_pipeline(
       "broadcast", chunks_of(total, chunk), /*reduces=*/false, fill, [](std::uint64_t, int) {},
       drain);
 }
@@ -296,7 +293,7 @@ void ShmBackend::allgatherv(const void* input, void* output, const std::vector<s
       std::memcpy(out + offsets[r] + c * slot, segment_.slot(stage, r), bytes);
     }
   };
-  pipeline_->run(
+  run_pipeline(
       "allgatherv", chunks_of(largest, slot), /*reduces=*/false, fill, [](std::uint64_t, int) {},
       drain);
 }

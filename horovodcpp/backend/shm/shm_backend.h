@@ -33,7 +33,8 @@ struct ShmOptions {
   int stages = 4;
   std::chrono::nanoseconds timeout = std::chrono::seconds(30);
 
-  // HOROVODCPP_SHM_TIMEOUT_SECONDS, HOROVODCPP_SHM_SLOT_BYTES.
+  // HOROVODCPP_PEER_TIMEOUT_SECONDS (or HOROVODCPP_SHM_TIMEOUT_SECONDS for
+  // shared memory alone), HOROVODCPP_SHM_SLOT_BYTES.
   static ShmOptions from_environment();
 };
 
@@ -43,7 +44,9 @@ class ShmBackend : public Backend {
   // Rank 0 creates the segment under a fresh name and tells the others; once
   // every rank has mapped it, the name is removed, so nothing is left in
   // /dev/shm however the job ends. If any rank cannot map it, every rank
-  // logs why and delegates everything to `inner`.
+  // logs why and delegates everything to `inner`. A peer that stops
+  // answering (no progress within the timeout) is named by `controller`'s
+  // roll call (Controller::give_up), which outlives this backend.
   ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
              const ShmOptions& options = ShmOptions::from_environment());
 
@@ -83,6 +86,17 @@ class ShmBackend : public Backend {
   // Creates (rank 0) or opens the segment; false, on every rank, if some
   // rank could not map it.
   bool map_segment(Controller& controller, const ShmOptions& options);
+  // pipeline_->run, and a peer that stopped answering (shm::PeerSilent)
+  // through the controller's roll call.
+  template <typename Fill, typename Reduce, typename Drain>
+  void run_pipeline(const char* what, std::uint64_t chunks, bool reduces, Fill&& fill,
+                    Reduce&& reduce, Drain&& drain) {
+    try {
+      pipeline_->run(what, chunks, reduces, fill, reduce, drain);
+    } catch (const shm::PeerSilent& e) {
+      controller_.give_up(std::string("shm ") + what, e.what());
+    }
+  }
   // Reduces `count` elements of `buffer` across ranks, scaling the result
   // (scale_in_place's divisor and factor); each rank's drain copies the
   // elements in [keep_begin, keep_end) to out + (i - keep_begin).
@@ -91,6 +105,7 @@ class ShmBackend : public Backend {
                      double divisor = 1.0, double factor = 1.0);
 
   std::unique_ptr<Backend> inner_;
+  Controller& controller_;
   int rank_ = 0;
   int size_ = 1;
   std::string segment_name_;

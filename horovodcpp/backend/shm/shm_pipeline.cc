@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/peer_failure.h"
 
 namespace hvd {
 namespace shm {
@@ -56,31 +57,31 @@ void ChunkPipeline::check_peers(const char* what, Counter counter, std::uint64_t
   // The chunk waited for, counted in this call (a slot's previous user may
   // belong to the call before: then it is negative).
   const long long chunk = static_cast<long long>(needed - 1) - static_cast<long long>(base);
-  std::ostringstream behind;
+  std::vector<int> behind;
   for (int r = 0; r < ranks_; ++r) {
     const RankRecord& record = segment_.record(r);
     if (record.counters[counter].value.load(std::memory_order_acquire) >= needed) continue;
-    HVD_CHECK(!watched_[r] || process_alive(record.process), RankFailure,
-              "shm " << what << ": rank " << r << " (pid " << record.process.pid
-                     << ") died; this rank waited for it to have " << kSteps[counter] << " chunk "
-                     << chunk << " of " << chunks);
-    behind << (behind.tellp() > 0 ? ", " : "") << r;
+    if (watched_[r] && !process_alive(record.process)) {
+      std::ostringstream message;
+      message << "shm " << what << ": rank " << r << " (pid " << record.process.pid
+              << ") died; this rank waited for it to have " << kSteps[counter] << " chunk " << chunk
+              << " of " << chunks;
+      throw RankFailure(message.str(), {r});
+    }
+    behind.push_back(r);
   }
   const Header& header = segment_.header();
   const std::int32_t failed = header.failed_rank.load(std::memory_order_acquire);
   if (failed >= 0 && failed != rank_) {
     const bool told = header.failed_reason_ready.load(std::memory_order_acquire) != 0;
-    HVD_THROW(RankFailure, "shm " << what << ": rank " << failed << " gave up on the "
-                                  << "shared-memory segment: "
+    HVD_THROW(PeerSilent, "rank " << failed << " gave up on the shared-memory segment: "
                                   << (told ? header.failed_reason : "(no reason yet)"));
   }
-  HVD_CHECK(!backoff.expired(), RankFailure,
-            "shm " << what << ": "
-                   << (behind.str().find(',') == std::string::npos ? "rank " : "ranks ")
-                   << behind.str() << " did not get chunk " << chunk << " of " << chunks << " "
-                   << kSteps[counter] << " within "
-                   << std::chrono::duration<double>(policy_.timeout).count()
-                   << " s (HOROVODCPP_SHM_TIMEOUT_SECONDS)");
+  HVD_CHECK(!backoff.expired(), PeerSilent,
+            ranks_str(behind) << " did not get chunk " << chunk << " of " << chunks << " "
+                              << kSteps[counter] << " within "
+                              << std::chrono::duration<double>(policy_.timeout).count()
+                              << " s, HOROVODCPP_PEER_TIMEOUT_SECONDS");
 }
 
 }  // namespace shm

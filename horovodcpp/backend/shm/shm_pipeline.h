@@ -21,9 +21,18 @@
 
 #include "backend/shm/shm_segment.h"
 #include "backend/shm/shm_wait.h"
+#include "horovodcpp/errors.h"
 
 namespace hvd {
 namespace shm {
+
+// A peer did not make progress in time, or gave up on the segment: which
+// rank stopped answering is for the transport's roll call to tell
+// (Controller::give_up).
+class PeerSilent : public RankFailure {
+ public:
+  using RankFailure::RankFailure;
+};
 
 class ChunkPipeline {
  public:
@@ -32,9 +41,10 @@ class ChunkPipeline {
 
   // fill(chunk, stage), reduce(chunk, stage), drain(chunk, stage); chunks
   // are numbered from 0 within this call. Every rank must call run with the
-  // same number of chunks. Throws RankFailure when a peer dies or gives up or
-  // the timeout passes; the pipeline is unusable afterwards (the ranks no
-  // longer agree on the chunk numbers), so later calls throw too.
+  // same number of chunks. Throws RankFailure naming a peer that died,
+  // PeerSilent when a peer gives up or the timeout passes; the pipeline is
+  // unusable afterwards (the ranks no longer agree on the chunk numbers), so
+  // later calls throw too.
   template <typename Fill, typename Reduce, typename Drain>
   void run(const char* what, std::uint64_t chunks, bool reduces, Fill&& fill, Reduce&& reduce,
            Drain&& drain);

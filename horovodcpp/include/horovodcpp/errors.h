@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace hvd {
 
@@ -34,7 +36,14 @@ class Timeout : public Error {
 // A rank failed or left (shut down) before the operation could complete.
 class RankFailure : public Error {
  public:
-  using Error::Error;
+  // `ranks`: the ranks that died or stopped answering, when this rank could
+  // tell which (a dead process, a roll call of the survivors); else empty.
+  explicit RankFailure(const std::string& message, std::vector<int> ranks = {})
+      : Error(message), ranks_(std::move(ranks)) {}
+  const std::vector<int>& ranks() const { return ranks_; }
+
+ private:
+  std::vector<int> ranks_;
 };
 
 // The communication library (MPI, Gloo, NCCL, CUDA) reported an error.

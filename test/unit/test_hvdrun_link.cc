@@ -1,0 +1,51 @@
+// HvdrunLink against a store server in this process, as hvdrun serves it:
+// the pid at connect, one failure report (the first), nothing without
+// hvdrun.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "core/hvdrun_link.h"
+#include "horovodcpp/errors.h"
+#include "store/tcp_store.h"
+#include "store/tcp_store_server.h"
+
+namespace hvd {
+namespace {
+
+class HvdrunLinkTest : public ::testing::Test {
+ protected:
+  void TearDown() override { unsetenv("HOROVODCPP_HVDRUN_STORE"); }
+};
+
+TEST_F(HvdrunLinkTest, NothingWithoutHvdrun) {
+  unsetenv("HOROVODCPP_HVDRUN_STORE");
+  EXPECT_EQ(HvdrunLink::connect(0), nullptr);
+}
+
+TEST_F(HvdrunLinkTest, ReportsThePidAndTheFirstFailure) {
+  TcpStoreServer server("127.0.0.1", 0);
+  setenv("HOROVODCPP_HVDRUN_STORE", ("127.0.0.1:" + std::to_string(server.port())).c_str(), 1);
+  std::unique_ptr<HvdrunLink> link = HvdrunLink::connect(2);
+  ASSERT_NE(link, nullptr);
+  TcpStore store("127.0.0.1", server.port(), std::chrono::seconds(5));
+  const auto now = std::chrono::milliseconds(1000);
+  EXPECT_EQ(store.get("hvdrun/pid/2", now), std::to_string(getpid()));
+
+  link->report_failure(
+      std::make_exception_ptr(RankFailure("Gloo allreduce: rank 1 stopped answering", {1})));
+  link->report_failure(std::make_exception_ptr(BackendError("a later error")));  // ignored
+  EXPECT_EQ(store.get("hvdrun/failure/1", now), "2\n1\nGloo allreduce: rank 1 stopped answering");
+  EXPECT_THROW(store.get("hvdrun/failure/2", std::chrono::milliseconds(50)), Timeout);
+}
+
+TEST_F(HvdrunLinkTest, UnreachableHvdrunIsNotAnError) {
+  setenv("HOROVODCPP_HVDRUN_STORE", "not-a-host-and-port", 1);
+  EXPECT_EQ(HvdrunLink::connect(0), nullptr);
+}
+
+}  // namespace
+}  // namespace hvd

@@ -90,8 +90,11 @@ ProcessSetRuntime::~ProcessSetRuntime() { stop(); }
 void ProcessSetRuntime::stop() { coordinator_->stop(); }
 
 std::string ProcessSetRuntime::auto_name(OpType op_type) {
+  // One name for every barrier: a barrier blocks its caller, and ranks that
+  // joined skip the barriers the others run meanwhile, so a count would
+  // leave the ranks' names out of step.
+  if (op_type == OpType::kBarrier) return "barrier";
   long long n = unnamed_counts_[static_cast<int>(op_type)]++;
-  if (op_type == OpType::kBarrier) return "barrier." + std::to_string(n);
   return std::string(op_type_name(op_type)) + ".noname." + std::to_string(n);
 }
 

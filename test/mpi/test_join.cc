@@ -68,6 +68,21 @@ TEST(JoinTest, RoundsOfJoinRepeat) {
   }
 }
 
+// Barriers run while ranks have joined (the joined ones do not call them);
+// afterwards every rank's barriers still meet: a barrier's name does not
+// count the barriers this rank called.
+TEST(JoinTest, BarriersDuringAndAfterAJoin) {
+  const int last = world() - 1;
+  if (my_rank() == last) {
+    for (int i = 0; i < 3; ++i) hvd::barrier();  // alone: the others have joined
+  }
+  EXPECT_EQ(hvd::join(), last);
+  for (int i = 0; i < 2; ++i) hvd::barrier();
+  std::vector<std::int32_t> all = {1};
+  hvd::allreduce(hvd::view(all), "join.after.barriers", ReduceOp::kSum);
+  EXPECT_EQ(all[0], world());
+}
+
 TEST(JoinTest, FusedAllreducesWithJoinedRanks) {
   // Several tensors of one step fuse into one buffer; the joined ranks'
   // zeros and the divisor must apply to each of them.

@@ -304,7 +304,7 @@ TEST_F(ProcessGroupTest, ControlStartsAndStopsChildrenAndJudgesExits) {
     return orders;
   };
   auto start = Clock::now();
-  JobResult result = run_process_group({}, 1.0, &control);
+  JobResult result = run_process_group({}, 1.0, JobWatch{}, &control);
   EXPECT_EQ(result.exit_code, 0) << result.failure;
   ASSERT_EQ(statuses.size(), 2u);
   EXPECT_TRUE(WIFEXITED(statuses[0]) && WEXITSTATUS(statuses[0]) == 3);
@@ -328,7 +328,7 @@ TEST_F(ProcessGroupTest, ControlFailsTheJob) {
     }
     return orders;
   };
-  JobResult result = run_process_group({}, 1.0, &control);
+  JobResult result = run_process_group({}, 1.0, JobWatch{}, &control);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_EQ(result.failure, "not enough slots");
   EXPECT_FALSE(alive(pid_in("r0.log", "[0]")));

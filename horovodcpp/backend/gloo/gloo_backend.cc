@@ -190,7 +190,7 @@ void GlooBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
     if (send_count > 0) std::memcpy(recv, send, send_count * element_size);
     return;
   }
-  gloo_call("sendrecv", [&] {
+  context_->run("sendrecv", [&] {
     const std::shared_ptr<gloo::Context>& context = context_->data();
     std::unique_ptr<gloo::transport::UnboundBuffer> out, in;
     if (send_count > 0) {

@@ -78,9 +78,6 @@ class ShmBackend : public Backend {
   const std::string& segment_name() const { return segment_name_; }
 
  private:
-  // Creates (rank 0) or opens the segment; false, on every rank, if some
-  // rank could not map it.
-  bool map_segment(Controller& controller, const ShmOptions& options);
   // Reduces `count` elements of `buffer` across ranks, scaling the result
   // (scale_in_place's divisor and factor); each rank's drain copies the
   // elements in [keep_begin, keep_end) to out + (i - keep_begin).

@@ -2,8 +2,8 @@
 // transport runs on this host. Each rank streams its message, length first,
 // through its own slots of a small segment (one ChunkPipeline pass,
 // shm_pipeline.h): a message that fits one slot takes one pass, in which
-// each rank waits for the others as the data path does (shm_wait.h: a short
-// spin, a yield, then a sleep on the doorbell's futex). So a cycle whose
+// each rank waits for the others as the data path does without spare cores
+// (shm_wait.h: a yield, then a sleep on the doorbell's futex). So a cycle whose
 // tensors all hit the response cache costs microseconds, not a Gloo
 // collective's hundreds, and a waiting coordinator does not hold a core.
 // A peer that dies makes the others throw RankFailure naming it within about

@@ -6,8 +6,8 @@
 // cost hundreds of microseconds on top (a device thread, buffer pairing,
 // two collectives per control message); these cost what the network does.
 //
-// Waiting: as in MPI mode (tcp_link.h: poll briefly, then sleep in
-// poll(2)). Failures: a peer that dies closes its connections, so its
+// Waiting: in poll(2), so that a waiting coordinator holds no core (see
+// tcp_link.h). Failures: a peer that dies closes its connections, so its
 // neighbours fail at once naming it; one that stops answering is named
 // after HOROVODCPP_GLOO_TIMEOUT_SECONDS. A rank that fails sends the reason
 // to its neighbours before closing, so every rank's error names the same
@@ -73,7 +73,6 @@ class TcpController : public Controller {
   void check_round(tcp::TcpLink& link, const char* what) const;
 
   Topology topology_;
-  bool spin_;  // every rank of this host has a core
   std::chrono::milliseconds timeout_;
   int fan_out_;
   std::unique_ptr<tcp::TcpLink> parent_;                 // null at the root

@@ -1,7 +1,6 @@
 #include "backend/tcp/tcp_link.h"
 
 #include <poll.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -19,9 +18,6 @@ namespace {
 
 // No control message comes near this; a larger length is a garbled stream.
 constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 32;
-
-constexpr auto kSpinFor = std::chrono::microseconds(200);
-constexpr auto kYieldFor = std::chrono::milliseconds(1);
 
 bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
@@ -135,10 +131,8 @@ void TcpLink::fail_and_close(const std::string& reason) {
 }
 
 void receive_frames(const std::vector<TcpLink*>& links,
-                    const std::vector<Clock::time_point>& deadlines, bool spin, const char* what) {
+                    const std::vector<Clock::time_point>& deadlines, const char* what) {
   const Clock::time_point start = Clock::now();
-  const Clock::time_point busy_until =
-      start + (spin ? Clock::duration(kSpinFor) : Clock::duration(kYieldFor));
   std::vector<pollfd> waiting;
   for (;;) {
     bool all = true;
@@ -151,10 +145,6 @@ void receive_frames(const std::vector<TcpLink*>& links,
     }
     if (all) return;
     const Clock::time_point now = Clock::now();
-    if (now < busy_until) {
-      if (!spin) sched_yield();  // a peer waiting for this core runs now
-      continue;
-    }
     waiting.clear();
     Clock::time_point earliest = Clock::time_point::max();
     for (std::size_t i = 0; i < links.size(); ++i) {

@@ -68,14 +68,16 @@ class TcpLink {
   bool complete_ = false;
 };
 
-// Waits until each link in `links` has a whole frame, as the MPI control
-// plane waits (backend/mpi/mpi_wait.h): polling for 200 us if `spin` (every
-// rank of the host has a core), else for 1 ms yielding the core between
-// polls; then sleeping in poll(2) until bytes arrive. Throws RankFailure:
-// with the sender's reason when a failure frame arrives, naming the peer
-// when a link closes or when `deadlines[i]` passes before links[i]'s frame.
+// Waits until each link in `links` has a whole frame, sleeping in poll(2)
+// until bytes arrive: the kernel wakes the thread, so polling first would
+// only take the core that the peer, the kernel's delivery of its bytes or
+// the training need (polling 200 us first, as MPI mode does, made a
+// loopback round trip on 2 busy cores take about 1 ms instead of 20-50 us).
+// Throws RankFailure: with the sender's reason when a failure frame
+// arrives, naming the peer when a link closes or when `deadlines[i]` passes
+// before links[i]'s frame.
 void receive_frames(const std::vector<TcpLink*>& links,
-                    const std::vector<Clock::time_point>& deadlines, bool spin, const char* what);
+                    const std::vector<Clock::time_point>& deadlines, const char* what);
 
 }  // namespace tcp
 }  // namespace hvd

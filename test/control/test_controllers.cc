@@ -210,6 +210,7 @@ TEST(GlooModeTest, NegotiatesThroughSharedMemoryOnOneHost) {
   Controller* controller = transport.controller.get();
   if (topology().size > 1 && topology().local_size == topology().size) {
     EXPECT_NE(dynamic_cast<ShmController*>(controller), nullptr);
+    EXPECT_EQ(std::string(transport.backend->name()), "shm");  // the data too, as in MPI mode
   } else {
     EXPECT_NE(dynamic_cast<TcpController*>(controller), nullptr);
   }

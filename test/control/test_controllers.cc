@@ -253,9 +253,6 @@ TEST(GlooModeTest, ProcessSetsNegotiateOverTheSamePlanes) {
 
 constexpr int kFaultRanks = 3;
 constexpr int kFaultTimeoutSeconds = 2;
-constexpr double kFaultLimitSeconds = 10.0;
-constexpr int kGotError = 0, kNoError = 3, kTooLate = 4, kWrongError = 5, kSetupFailed = 6,
-              kNotNamed = 7;
 
 // One round of every collective.
 void mixed_round(Controller& controller, int rank) {
@@ -281,43 +278,11 @@ int fault_child(const std::string& plane, int victim, const std::string& how) {
     mixed_round(*controller, rank);  // everybody is there
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[control fault child] setup failed: %s\n", e.what());
-    return kSetupFailed;
+    return fault_subjob::kSetupFailed;
   }
-  if (rank == victim) {
-    if (how == "hang") {
-      std::this_thread::sleep_for(std::chrono::minutes(10));  // the parent kills it
-    } else if (how == "kill_mid") {
-      // Dies from another thread while this one runs collectives.
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(30));
-        raise(SIGKILL);
-      }).detach();
-      for (;;) mixed_round(*controller, rank);
-    }
-    raise(SIGKILL);  // "kill_before": gone before the next collective
-  }
-  for (;;) {
-    const auto start = std::chrono::steady_clock::now();
-    try {
-      mixed_round(*controller, rank);
-    } catch (const RankFailure& e) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::fprintf(stderr, "[control fault child rank %d] RankFailure after %.2f s: %s\n", rank,
-                   seconds, e.what());
-      std::fflush(stderr);
-      if (std::string(e.what()).find("rank " + std::to_string(victim)) == std::string::npos) {
-        std::_Exit(kNotNamed);
-      }
-      std::_Exit(seconds < kFaultLimitSeconds ? kGotError : kTooLate);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "[control fault child rank %d] not a RankFailure: %s\n", rank, e.what());
-      std::_Exit(kWrongError);
-    }
-    if (how != "kill_mid") break;  // kill_mid: until the victim's death shows
-  }
-  std::fprintf(stderr, "[control fault child rank %d] the collective succeeded\n", rank);
-  std::_Exit(kNoError);
+  auto round = [&] { mixed_round(*controller, rank); };
+  if (rank == victim) fault_subjob::play_victim(how, round);
+  fault_subjob::play_survivor("control fault child", rank, victim, how, round);
 }
 
 std::string temp_directory() {
@@ -358,9 +323,8 @@ TEST_P(FaultTest, SurvivorsThrowNamingTheRank) {
   pids.push_back(victim);
   const auto status = fault_subjob::reap(pids, kFaultRanks - 1, std::chrono::seconds(60));
   for (int i = 0; i + 1 < kFaultRanks; ++i) {
-    EXPECT_TRUE(fault_subjob::exited_with(status[i], kGotError,
-                                          "(3: no error, 4: too late, 5: not a RankFailure, 6: "
-                                          "setup failed, 7: the message does not name the victim)"))
+    EXPECT_TRUE(
+        fault_subjob::exited_with(status[i], fault_subjob::kGotError, fault_subjob::kExitCodes))
         << "survivor " << i << " (" << c.plane << ", victim " << c.victim << ", " << c.how << ")";
   }
 }

@@ -291,9 +291,6 @@ TEST(ShmBackendTest, MixedSequence) {
 constexpr int kFaultRanks = 3;
 constexpr int kVictim = kFaultRanks - 1;
 constexpr int kFaultTimeoutSeconds = 2;
-constexpr double kFaultLimitSeconds = 10.0;
-constexpr int kGotError = 0, kNoError = 3, kTooLate = 4, kWrongError = 5, kSetupFailed = 6,
-              kNotNamed = 7;
 
 int fault_child(const std::string& scenario, const std::string& name_file) {
   Transport transport;
@@ -307,45 +304,15 @@ int fault_child(const std::string& scenario, const std::string& name_file) {
     backend->allreduce(&one, 1, DataType::kInt32, ReduceOp::kSum);  // everybody is there
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[shm fault child] setup failed: %s\n", e.what());
-    return kSetupFailed;
+    return fault_subjob::kSetupFailed;
   }
   if (rank == 0) std::ofstream(name_file) << backend->segment_name() << "\n";
   std::vector<float> data(4 << 20, 1.0f);  // 16 MiB: many chunks per call
-  if (rank == kVictim) {
-    if (scenario == "hang") {
-      std::this_thread::sleep_for(std::chrono::minutes(10));  // the parent kills it
-    } else if (scenario == "kill_mid") {
-      // Dies from another thread while this one streams allreduces.
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(30));
-        raise(SIGKILL);
-      }).detach();
-      for (;;) backend->allreduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kMax);
-    }
-    raise(SIGKILL);  // "kill_before": gone before the next collective
-  }
-  for (;;) {
-    const auto start = std::chrono::steady_clock::now();
-    try {
-      backend->allreduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kMax);
-    } catch (const RankFailure& e) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::fprintf(stderr, "[shm fault child rank %d] RankFailure after %.2f s: %s\n", rank,
-                   seconds, e.what());
-      std::fflush(stderr);
-      if (std::string(e.what()).find("rank " + std::to_string(kVictim)) == std::string::npos) {
-        std::_Exit(kNotNamed);
-      }
-      std::_Exit(seconds < kFaultLimitSeconds ? kGotError : kTooLate);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "[shm fault child rank %d] not a RankFailure: %s\n", rank, e.what());
-      std::_Exit(kWrongError);
-    }
-    if (scenario != "kill_mid") break;  // kill_mid: until the victim's death shows
-  }
-  std::fprintf(stderr, "[shm fault child rank %d] the collective succeeded\n", rank);
-  std::_Exit(kNoError);
+  auto allreduce = [&] {
+    backend->allreduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kMax);
+  };
+  if (rank == kVictim) fault_subjob::play_victim(scenario, allreduce);
+  fault_subjob::play_survivor("shm fault child", rank, kVictim, scenario, allreduce);
 }
 
 std::string temp_directory() {
@@ -379,9 +346,8 @@ TEST_P(FaultTest, SurvivorsThrowNamingTheRank) {
   for (pid_t pid : pids) ASSERT_GT(pid, 0) << "fork failed";
   const auto status = fault_subjob::reap(pids, kVictim, std::chrono::seconds(60));
   for (int r = 0; r < kVictim; ++r) {
-    EXPECT_TRUE(fault_subjob::exited_with(status[r], kGotError,
-                                          "(3: no error, 4: too late, 5: not a RankFailure, 6: "
-                                          "setup failed, 7: the message does not name rank 2)"))
+    EXPECT_TRUE(
+        fault_subjob::exited_with(status[r], fault_subjob::kGotError, fault_subjob::kExitCodes))
         << "survivor rank " << r << " (" << scenario << ")";
   }
   std::string segment;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <thread>
@@ -25,6 +26,26 @@ extern char** environ;
 
 namespace hvd {
 namespace fault_subjob {
+
+// A fresh directory /tmp/<prefix>.XXXXXX for a sub-job's store ("" if it
+// cannot be made); remove_temp_directories() removes them all.
+inline std::vector<std::string>& temp_directories() {
+  static std::vector<std::string> directories;
+  return directories;
+}
+inline std::string temp_directory(const std::string& prefix) {
+  std::string pattern = "/tmp/" + prefix + ".XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) return "";
+  temp_directories().push_back(pattern);
+  return pattern;
+}
+inline void remove_temp_directories() {
+  for (const std::string& directory : temp_directories()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(directory, ignored);
+  }
+  temp_directories().clear();
+}
 
 // Starts rank `rank` of a `ranks`-rank job: `self` with `args`, our
 // environment minus HOROVODCPP_*/HOROVOD_* (the sub-job's job description

@@ -41,7 +41,6 @@ std::string g_transport_name;
 Transport g_transport;  // its controller sets the planes up
 std::map<std::string, std::unique_ptr<Controller>> g_planes;
 std::string g_self;
-std::vector<std::string> g_temp_directories;
 
 const Topology& topology() { return g_transport.controller->topology(); }
 
@@ -285,14 +284,6 @@ int fault_child(const std::string& plane, int victim, const std::string& how) {
   fault_subjob::play_survivor("control fault child", rank, victim, how, round);
 }
 
-std::string temp_directory() {
-  char pattern[] = "/tmp/hvd_control_test.XXXXXX";
-  const char* dir = mkdtemp(pattern);
-  if (dir == nullptr) return "";
-  g_temp_directories.emplace_back(dir);
-  return dir;
-}
-
 struct FaultCase {
   const char* plane;
   int victim;
@@ -304,7 +295,7 @@ class FaultTest : public ::testing::TestWithParam<FaultCase> {};
 TEST_P(FaultTest, SurvivorsThrowNamingTheRank) {
   if (topology().size != 1) GTEST_SKIP() << "run by the single-rank jobs";
   const FaultCase c = GetParam();
-  const std::string store = temp_directory();
+  const std::string store = fault_subjob::temp_directory("hvd_control_test");
   std::vector<pid_t> pids;  // the survivors in rank order, then the victim (as reap() wants)
   pid_t victim = -1;
   for (int r = 0; r < kFaultRanks; ++r) {
@@ -379,24 +370,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   hvd::conformance::print_only_failures_unless_rank0(rank);
-  int result = RUN_ALL_TESTS();
-  const int own_result = result;
-  try {
-    std::vector<std::uint64_t> passed{result == 0 ? 1u : 0u};
-    hvd::g_transport.controller->bitwise_and(passed);
-    result = passed[0] ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "[rank %d] cannot agree on the outcome: %s\n", rank, e.what());
-    result = 1;
-  }
-  if (rank == 0 && result != own_result) {
-    std::fprintf(stderr, "FAILED on another rank (see its [rank N] lines)\n");
-  }
+  const int result = hvd::conformance::job_outcome(*hvd::g_transport.controller, RUN_ALL_TESTS());
   hvd::g_planes.clear();
   hvd::g_transport = hvd::Transport();
-  for (const std::string& dir : hvd::g_temp_directories) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
+  hvd::fault_subjob::remove_temp_directories();
   return result;
 }

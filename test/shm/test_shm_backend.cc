@@ -45,7 +45,6 @@ Transport g_transport;
 std::unique_ptr<ShmBackend> g_small;
 std::unique_ptr<ShmBackend> g_default;
 std::string g_self;
-std::vector<std::string> g_temp_directories;
 
 const Topology& topology() { return g_transport.controller->topology(); }
 Backend& inner() { return g_small->inner(); }
@@ -315,14 +314,6 @@ int fault_child(const std::string& scenario, const std::string& name_file) {
   fault_subjob::play_survivor("shm fault child", rank, kVictim, scenario, allreduce);
 }
 
-std::string temp_directory() {
-  char pattern[] = "/tmp/hvd_shm_test.XXXXXX";
-  const char* dir = mkdtemp(pattern);
-  if (dir == nullptr) return "";
-  g_temp_directories.emplace_back(dir);
-  return dir;
-}
-
 class FaultTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(FaultTest, SurvivorsThrowNamingTheRank) {
@@ -332,7 +323,7 @@ TEST_P(FaultTest, SurvivorsThrowNamingTheRank) {
     GTEST_SKIP() << "the fault sub-jobs need the Gloo transport";
   }
   const std::string scenario = GetParam();
-  const std::string store = temp_directory();
+  const std::string store = fault_subjob::temp_directory("hvd_shm_test");
   const std::string name_file = store + "/segment_name";
   std::filesystem::create_directories(store + "/store");
   std::vector<pid_t> pids;
@@ -390,23 +381,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   hvd::conformance::print_only_failures_unless_rank0(rank);
-  int result = RUN_ALL_TESTS();
-  const int own_result = result;
-  try {
-    hvd::g_small->inner().allreduce(&result, 1, hvd::DataType::kInt32, hvd::ReduceOp::kMax);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "[rank %d] cannot agree on the outcome: %s\n", rank, e.what());
-    result = 1;
-  }
-  if (rank == 0 && result != own_result) {
-    std::fprintf(stderr, "FAILED on another rank (see its [rank N] lines)\n");
-  }
+  const int result = hvd::conformance::job_outcome(*hvd::g_transport.controller, RUN_ALL_TESTS());
   hvd::g_default.reset();
   hvd::g_small.reset();
   hvd::g_transport = hvd::Transport();
-  for (const std::string& dir : hvd::g_temp_directories) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
+  hvd::fault_subjob::remove_temp_directories();
   return result;
 }

@@ -27,6 +27,13 @@ extern char** environ;
 namespace hvd {
 namespace fault_subjob {
 
+// This binary's path, to start the sub-jobs' ranks from (argv0 if unknown).
+inline std::string self_path(const char* argv0) {
+  char self[4096] = {};
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  return length > 0 ? std::string(self, static_cast<std::size_t>(length)) : argv0;
+}
+
 // A fresh directory /tmp/<prefix>.XXXXXX for a sub-job's store ("" if it
 // cannot be made); remove_temp_directories() removes them all.
 inline std::vector<std::string>& temp_directories() {

@@ -343,9 +343,7 @@ int main(int argc, char** argv) {
     return hvd::fault_child(argv[2], std::atoi(argv[3]), argv[4]);
   }
   ::testing::InitGoogleTest(&argc, argv);
-  char self[4096] = {};
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  hvd::g_self = length > 0 ? std::string(self, static_cast<std::size_t>(length)) : argv[0];
+  hvd::g_self = hvd::fault_subjob::self_path(argv[0]);
   int rank = -1;
   try {
     const std::string name =

@@ -360,9 +360,7 @@ int main(int argc, char** argv) {
     return hvd::fault_child(argv[2], argv[3]);
   }
   ::testing::InitGoogleTest(&argc, argv);
-  char self[4096] = {};
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  hvd::g_self = length > 0 ? std::string(self, static_cast<std::size_t>(length)) : argv[0];
+  hvd::g_self = hvd::fault_subjob::self_path(argv[0]);
   int rank = -1;
   try {
     // The plain transport: this suite wraps its backend itself.

@@ -353,12 +353,14 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
                                         many seconds of stall (default 600; 0: off)
   HOROVODCPP_PROCESS_SET_TIMEOUT_SECONDS  add/remove_process_set: how long to wait
                                         for every rank's call (default 60)
-  HOROVODCPP_SHM                    0: no shared-memory data path when all ranks
-                                    share a host (default 1: use it)
+  HOROVODCPP_SHM                    0: no shared memory when all ranks share a host
+                                    (data path; Gloo mode's negotiation goes over
+                                    TCP instead) (default 1: use it)
   HOROVODCPP_SHM_TIMEOUT_SECONDS    shared-memory wait for a peer before failing
                                     (default 30; a dead peer fails within ~0.1 s)
   HOROVODCPP_SHM_SLOT_BYTES         shared-memory chunk per rank (default 256 KiB)
-  HOROVODCPP_GLOO_TIMEOUT_SECONDS   Gloo rendezvous/collective timeout (default 30)
+  HOROVODCPP_GLOO_TIMEOUT_SECONDS   Gloo rendezvous/collective timeout, also of Gloo
+                                    mode's TCP negotiation (default 30)
   HOROVODCPP_GPU_OPERATIONS         CUDA tensors: nccl (default when built) or
                                     mpi|gloo (staged through pinned host memory
                                     onto the job's CPU transport)

@@ -8,6 +8,7 @@
 #include "backend/shm/shm_setup.h"
 #include "core/check.h"
 #include "core/env.h"
+#include "core/usable_cpus.h"
 
 namespace hvd {
 namespace {
@@ -135,11 +136,11 @@ std::unique_ptr<Controller> maybe_shm_controller(Controller& setup, const std::s
   if (setup.broadcast_from_root(wanted ? "1" : "0") == "0") return nullptr;
   shm::WaitPolicy policy;
   policy.timeout = ShmOptions::from_environment().timeout;
-  // No spinning, even where every rank has a core: a coordinator waits for
-  // its peers' next cycle, seldom microseconds away, while the training
-  // needs the cores (a bit-vector exchange on 2 busy cores: 1-9 us without
-  // spinning, 10-60 us with).
-  policy.spin = false;
+  // As MPI mode's control plane waits (mpi_wait.h): spinning 200 us where
+  // every rank has a core, which a peer about to arrive answers within
+  // microseconds; else yielding, then sleeping on the futex.
+  policy.spin = topology.size <= usable_cpus();
+  policy.spin_for = std::chrono::microseconds(200);
   shm::SharedSegment shared =
       shm::share_segment(setup, ShmController::kSlotBytes, ShmController::kStages, fallback);
   if (!shared.segment.mapped()) return nullptr;

@@ -2,8 +2,9 @@
 // transport runs on this host. Each rank streams its message, length first,
 // through its own slots of a small segment (one ChunkPipeline pass,
 // shm_pipeline.h): a message that fits one slot takes one pass, in which
-// each rank waits for the others as the data path does without spare cores
-// (shm_wait.h: a yield, then a sleep on the doorbell's futex). So a cycle whose
+// each rank waits for the others as MPI mode's control plane does (a spin
+// of 200 us where every rank has a core, else a yield; then a sleep on the
+// doorbell's futex, shm_wait.h). So a cycle whose
 // tensors all hit the response cache costs microseconds, not a Gloo
 // collective's hundreds, and a waiting coordinator does not hold a core.
 // A peer that dies makes the others throw RankFailure naming it within about

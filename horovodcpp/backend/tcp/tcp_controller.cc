@@ -18,6 +18,7 @@
 #include "core/agree_on_errors.h"
 #include "core/check.h"
 #include "core/logging.h"
+#include "core/usable_cpus.h"
 #include "store/tcp_connect.h"
 
 namespace hvd {
@@ -138,7 +139,12 @@ int TcpController::depth_of(int rank) const {
 }
 
 TcpController::TcpController(const Topology& topology, const TcpControllerOptions& options)
-    : topology_(topology), timeout_(options.timeout), fan_out_(options.fan_out) {
+    : topology_(topology),
+      // Reading pays only while every rank of the host has a core.
+      spin_for_(topology.local_size <= usable_cpus() ? std::chrono::microseconds(20)
+                                                     : std::chrono::microseconds(0)),
+      timeout_(options.timeout),
+      fan_out_(options.fan_out) {
   HVD_CHECK(fan_out_ >= 1, InvalidArgument, "TCP control: fan-out " << fan_out_ << " < 1");
   const int size = topology.size, rank = topology.rank;
   const Clock::duration timeout = timeout_;
@@ -241,7 +247,7 @@ void TcpController::connect_tree(int listener, const std::vector<std::string>& a
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     auto link = std::make_unique<TcpLink>(fd, -1);
     try {
-      tcp::receive_frames({link.get()}, {deadline}, kSetup);
+      tcp::receive_frames({link.get()}, {deadline}, Clock::duration(0), kSetup);
     } catch (const Error&) {
       continue;  // not one of ours
     }
@@ -293,13 +299,13 @@ void TcpController::check_round(TcpLink& link, const char* what) const {
 void TcpController::receive_from_children(const char* what) {
   const Clock::time_point now = Clock::now();
   for (std::size_t i = 0; i < deadlines_.size(); ++i) deadlines_[i] = now + child_patience_[i];
-  tcp::receive_frames(child_links_, deadlines_, what);
+  tcp::receive_frames(child_links_, deadlines_, spin_for_, what);
   for (TcpLink* child : child_links_) check_round(*child, what);
 }
 
 std::string& TcpController::receive_from_parent(const char* what) {
   parent_->next_frame();
-  tcp::receive_frames({parent_.get()}, {Clock::now() + parent_patience_}, what);
+  tcp::receive_frames({parent_.get()}, {Clock::now() + parent_patience_}, spin_for_, what);
   check_round(*parent_, what);
   return parent_->payload();
 }

@@ -6,14 +6,18 @@
 // cost hundreds of microseconds on top (a device thread, buffer pairing,
 // two collectives per control message); these cost what the network does.
 //
-// Waiting: in poll(2), so that a waiting coordinator holds no core (see
-// tcp_link.h). Failures: a peer that dies closes its connections, so its
-// neighbours fail at once naming it; one that stops answering is named
-// after HOROVODCPP_GLOO_TIMEOUT_SECONDS. A rank that fails sends the reason
-// to its neighbours before closing, so every rank's error names the same
-// rank. To make the rank next to a failure report it first, a rank waits
-// for a child longer by `grace` per level of tree below the child, and for
-// its parent longer than any rank waits for a child.
+// Waiting: reading for 20 us where every rank of the host has a core, then
+// sleeping in poll(2) until bytes arrive (reading for 200 us first, as MPI
+// mode polls, made a loopback round trip on 2 busy cores take about 1 ms:
+// the peer and the kernel's delivery of its bytes need the core).
+//
+// Failures: a peer that dies closes its connections, so its neighbours fail
+// at once naming it; one that stops answering is named after
+// HOROVODCPP_GLOO_TIMEOUT_SECONDS. A rank that fails sends the reason to its
+// neighbours before closing, so every rank's error names the same rank. To
+// make the rank next to a failure report it first, a rank waits for a child
+// longer by `grace` per level of tree below the child, and for its parent
+// longer than any rank waits for a child.
 #pragma once
 
 #include <chrono>
@@ -73,6 +77,7 @@ class TcpController : public Controller {
   void check_round(tcp::TcpLink& link, const char* what) const;
 
   Topology topology_;
+  tcp::Clock::duration spin_for_;  // how long a wait reads before it sleeps
   std::chrono::milliseconds timeout_;
   int fan_out_;
   std::unique_ptr<tcp::TcpLink> parent_;                 // null at the root

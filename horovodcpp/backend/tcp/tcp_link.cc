@@ -131,8 +131,10 @@ void TcpLink::fail_and_close(const std::string& reason) {
 }
 
 void receive_frames(const std::vector<TcpLink*>& links,
-                    const std::vector<Clock::time_point>& deadlines, const char* what) {
+                    const std::vector<Clock::time_point>& deadlines, Clock::duration spin_for,
+                    const char* what) {
   const Clock::time_point start = Clock::now();
+  const Clock::time_point spin_until = start + spin_for;
   std::vector<pollfd> waiting;
   for (;;) {
     bool all = true;
@@ -145,6 +147,7 @@ void receive_frames(const std::vector<TcpLink*>& links,
     }
     if (all) return;
     const Clock::time_point now = Clock::now();
+    if (now < spin_until) continue;
     waiting.clear();
     Clock::time_point earliest = Clock::time_point::max();
     for (std::size_t i = 0; i < links.size(); ++i) {

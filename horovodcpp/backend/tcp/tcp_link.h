@@ -68,16 +68,14 @@ class TcpLink {
   bool complete_ = false;
 };
 
-// Waits until each link in `links` has a whole frame, sleeping in poll(2)
-// until bytes arrive: the kernel wakes the thread, so polling first would
-// only take the core that the peer, the kernel's delivery of its bytes or
-// the training need (polling 200 us first, as MPI mode does, made a
-// loopback round trip on 2 busy cores take about 1 ms instead of 20-50 us).
-// Throws RankFailure: with the sender's reason when a failure frame
-// arrives, naming the peer when a link closes or when `deadlines[i]` passes
-// before links[i]'s frame.
+// Waits until each link in `links` has a whole frame: reading for
+// `spin_for`, then sleeping in poll(2) until bytes arrive. Throws
+// RankFailure: with the sender's reason when a failure frame arrives,
+// naming the peer when a link closes or when `deadlines[i]` passes before
+// links[i]'s frame.
 void receive_frames(const std::vector<TcpLink*>& links,
-                    const std::vector<Clock::time_point>& deadlines, const char* what);
+                    const std::vector<Clock::time_point>& deadlines, Clock::duration spin_for,
+                    const char* what);
 
 }  // namespace tcp
 }  // namespace hvd

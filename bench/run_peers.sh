@@ -11,17 +11,20 @@
 #      (the default on one host: data through shared memory, negotiation over MPI)
 #      and its data path alone:   hvdrun -np N --mpi  backend_bench (Backend::allreduce,
 #      no coordinator: no queue, no negotiation cycle)
-#   2. horovodcpp, MPI backend:   HOROVODCPP_SHM=0 hvdrun -np N --mpi  allreduce_bench ...
-#   3. horovodcpp, Gloo backend:  HOROVODCPP_SHM=0 hvdrun -np N --gloo allreduce_bench ...
-#   4. raw MPI_Allreduce:         mpirun (hvdrun's transport flags) allreduce_bench --mpi-baseline only
-#   5. raw Gloo ring allreduce:   N x gloo_allreduce_bench, FileStore in a temp dir
-#   6. torch.distributed (gloo):  N x /usr/bin/python3 torch_allreduce_bench.py, file:// init
+#   2. horovodcpp, Gloo mode:     hvdrun -np N --gloo allreduce_bench --mpi-baseline off
+#      (the default without MPI: data through shared memory, negotiation too)
+#   3. horovodcpp, MPI backend:   HOROVODCPP_SHM=0 hvdrun -np N --mpi  allreduce_bench ...
+#   4. horovodcpp, Gloo backend:  HOROVODCPP_SHM=0 hvdrun -np N --gloo allreduce_bench ...
+#   5. raw MPI_Allreduce:         mpirun (hvdrun's transport flags) allreduce_bench --mpi-baseline only
+#   6. raw Gloo ring allreduce:   N x gloo_allreduce_bench, FileStore in a temp dir
+#   7. torch.distributed (gloo):  N x /usr/bin/python3 torch_allreduce_bench.py, file:// init
 # All float32, Sum, in place, the same sizes, warm-up and iteration counts;
 # each iteration starts after a barrier and the time is the max over ranks
 # of the per-rank averages. It then prints ONE table: busbw (GB/s, nccl-tests:
-# size/time * 2(n-1)/n) of the seven, and the ratios horovodcpp-shm / raw
+# size/time * 2(n-1)/n) of the eight, and the ratios horovodcpp-shm / raw
 # MPI, / raw Gloo and / torch.distributed, shm data path / raw MPI,
-# horovodcpp-MPI / raw MPI and horovodcpp-Gloo / raw Gloo. The 4 B row shows latency (us) instead, its
+# horovodcpp-MPI / raw MPI, horovodcpp-Gloo / raw Gloo, and Gloo mode / MPI
+# mode (horovodcpp-shm) and / raw Gloo. The 4 B row shows latency (us) instead, its
 # ratios being peer time / horovodcpp time, so in every ratio column above 1
 # means horovodcpp was faster. Every figure is measured by this run. The raw
 # outputs are kept in a temp dir, named at the end.
@@ -146,6 +149,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for n in $nps; do
   run hvd_shm "$n" "$hvdrun" -np "$n" --mpi "$bench" --mpi-baseline off "${common[@]}"
   run shm_path "$n" "$hvdrun" -np "$n" --mpi "$backend_bench" "${common[@]}"
+  run gloo_mode "$n" "$hvdrun" -np "$n" --gloo "$bench" --mpi-baseline off "${common[@]}"
   run hvd_mpi "$n" env HOROVODCPP_SHM=0 "$hvdrun" -np "$n" --mpi "$bench" --mpi-baseline off \
     "${common[@]}"
   run hvd_gloo "$n" env HOROVODCPP_SHM=0 "$hvdrun" -np "$n" --gloo "$bench" --mpi-baseline off \
@@ -205,6 +209,7 @@ table=$(
   for n in $nps; do
     rows "$logs/hvd_shm.np$n" hvd | sed "s/^/$n hvd_shm /"
     rows "$logs/shm_path.np$n" peer | sed "s/^/$n shm_path /"
+    rows "$logs/gloo_mode.np$n" hvd | sed "s/^/$n gloo_mode /"
     rows "$logs/hvd_mpi.np$n" hvd | sed "s/^/$n hvd_mpi /"
     rows "$logs/hvd_gloo.np$n" hvd | sed "s/^/$n hvd_gloo /"
     rows "$logs/mpi.np$n" mpi | sed "s/^/$n mpi /"
@@ -229,8 +234,8 @@ table=$(
     { k = $1 SUBSEP $3; t[k, $2] = $4; bw[k, $2] = $5
       if (!(k in seen)) { seen[k] = 1; order[++count] = k } }
     END {
-      print "| size | np | horovodcpp-shm | shm data path | horovodcpp-MPI | horovodcpp-Gloo | raw MPI | raw Gloo | torch.distributed (gloo) | shm / raw MPI | shm / raw Gloo | shm / torch | shm data path / raw MPI | horovodcpp-MPI / raw MPI | horovodcpp-Gloo / raw Gloo |"
-      print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+      print "| size | np | horovodcpp-shm | shm data path | horovodcpp Gloo mode | horovodcpp-MPI | horovodcpp-Gloo | raw MPI | raw Gloo | torch.distributed (gloo) | shm / raw MPI | shm / raw Gloo | shm / torch | shm data path / raw MPI | horovodcpp-MPI / raw MPI | horovodcpp-Gloo / raw Gloo | Gloo mode / MPI mode (shm) | Gloo mode / raw Gloo |"
+      print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
       # Rows in size order, then np.
       m = split(nps, np_list, " ")
       for (i = 1; i <= count; ++i) { split(order[i], p, SUBSEP); size_of[p[2]] = 1 }
@@ -241,11 +246,12 @@ table=$(
         if (!(k in seen)) continue
         lat[k] = sz[i] <= 4
         label = human(sz[i]) (lat[k] ? " (latency, us)" : "")
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label, np_list[j],
-          cell(k, "hvd_shm"), cell(k, "shm_path"), cell(k, "hvd_mpi"), cell(k, "hvd_gloo"),
-          cell(k, "mpi"), cell(k, "gloo"), cell(k, "torch"), ratio(k, "hvd_shm", "mpi"),
-          ratio(k, "hvd_shm", "gloo"), ratio(k, "hvd_shm", "torch"), ratio(k, "shm_path", "mpi"),
-          ratio(k, "hvd_mpi", "mpi"), ratio(k, "hvd_gloo", "gloo")
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label, np_list[j],
+          cell(k, "hvd_shm"), cell(k, "shm_path"), cell(k, "gloo_mode"), cell(k, "hvd_mpi"),
+          cell(k, "hvd_gloo"), cell(k, "mpi"), cell(k, "gloo"), cell(k, "torch"),
+          ratio(k, "hvd_shm", "mpi"), ratio(k, "hvd_shm", "gloo"), ratio(k, "hvd_shm", "torch"),
+          ratio(k, "shm_path", "mpi"), ratio(k, "hvd_mpi", "mpi"), ratio(k, "hvd_gloo", "gloo"),
+          ratio(k, "gloo_mode", "hvd_shm"), ratio(k, "gloo_mode", "gloo")
       }
     }'
 )
@@ -254,7 +260,7 @@ torch_version=$([ "$have_torch" = 1 ] && "$python" -c 'import torch; print(torch
 report=$(
   echo "horovodcpp next to its peers: allreduce, float32, Sum, in place; warmup $warmup, iters $iters (fewer at big sizes, as allreduce_bench --auto-iters)"
   echo "date: $started; host: $(hostname), $(nproc) cores; load average (1/5/15 min) before: $load_before, after: $load_after"
-  echo "horovodcpp $(sed -nE 's/.*# horovodcpp ([^ ]+) allreduce benchmark.*/\1/p' "$logs"/hvd_*.np* 2>/dev/null | head -1) (shm: hvdrun --mpi, MPI negotiation; MPI/Gloo: HOROVODCPP_SHM=0), HOROVODCPP_CYCLE_TIME=${HOROVODCPP_CYCLE_TIME:-unset (1 ms)}; $(mpirun --version 2>/dev/null | head -1); Gloo $(dpkg-query -W -f='${Version}' libgloo0 2>/dev/null || echo '?'); torch $torch_version"
+  echo "horovodcpp $(sed -nE 's/.*# horovodcpp ([^ ]+) allreduce benchmark.*/\1/p' "$logs"/hvd_*.np* 2>/dev/null | head -1) (shm: hvdrun --mpi, MPI negotiation; Gloo mode: hvdrun --gloo; MPI/Gloo: HOROVODCPP_SHM=0), HOROVODCPP_CYCLE_TIME=${HOROVODCPP_CYCLE_TIME:-unset (1 ms)}; $(mpirun --version 2>/dev/null | head -1); Gloo $(dpkg-query -W -f='${Version}' libgloo0 2>/dev/null || echo '?'); torch $torch_version"
   echo "columns: busbw in GB/s (nccl-tests: size/time * 2(n-1)/n); 4 B row: time in us. Ratios: horovodcpp busbw / peer busbw (4 B: peer time / horovodcpp time); above 1 = horovodcpp faster"
   echo
   echo "$table"

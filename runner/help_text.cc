@@ -94,15 +94,17 @@ Horovod's HOROVOD_X; the HOROVODCPP_ name wins):
   HOROVODCPP_STALL_CHECK_DISABLE    1: neither stall warnings nor stall shutdown
   HOROVODCPP_PROCESS_SET_TIMEOUT_SECONDS  add/remove_process_set: how long to wait
                                         for every rank's call (default 60)
-  HOROVODCPP_SHM                    0: no shared-memory data path when all ranks
-                                    share a host (default 1: use it)
+  HOROVODCPP_SHM                    0: no shared memory when all ranks share a host
+                                    (data path; Gloo mode's negotiation goes over
+                                    TCP instead) (default 1: use it)
   HOROVODCPP_PEER_TIMEOUT_SECONDS   wait inside a collective for a peer that does
                                     not answer (default 30); a dead peer fails at
                                     once where the transport sees it (shared
                                     memory, a closed connection)
   HOROVODCPP_SHM_TIMEOUT_SECONDS    the same for shared memory alone
   HOROVODCPP_SHM_SLOT_BYTES         shared-memory chunk per rank (default 256 KiB)
-  HOROVODCPP_GLOO_TIMEOUT_SECONDS   the same for Gloo alone, rendezvous included
+  HOROVODCPP_GLOO_TIMEOUT_SECONDS   the same for Gloo alone, rendezvous and Gloo
+                                    mode's TCP negotiation included
   HOROVODCPP_GPU_OPERATIONS         CUDA tensors: nccl (default when built) or
                                     mpi|gloo (staged through pinned host memory
                                     onto the job's CPU transport)

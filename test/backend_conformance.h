@@ -517,5 +517,24 @@ inline void print_only_failures_unless_rank0(int rank) {
   listeners.Append(new RankFailurePrinter(rank));
 }
 
+// Every rank's exit status: the job's outcome (`result` 0: this rank
+// passed), whichever rank failed, agreed over `controller`.
+inline int job_outcome(Controller& controller, int result) {
+  const int rank = controller.topology().rank;
+  int outcome = result;
+  try {
+    std::vector<std::uint64_t> passed{result == 0 ? 1u : 0u};
+    controller.bitwise_and(passed);
+    outcome = passed[0] ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[rank %d] cannot agree on the outcome: %s\n", rank, e.what());
+    outcome = 1;
+  }
+  if (rank == 0 && outcome != result) {
+    std::fprintf(stderr, "FAILED on another rank (see its [rank N] lines)\n");
+  }
+  return outcome;
+}
+
 }  // namespace conformance
 }  // namespace hvd

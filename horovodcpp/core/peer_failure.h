@@ -38,6 +38,14 @@ std::string ranks_str(const std::vector<int>& ranks);
 std::string rank_list_text(const std::vector<int>& ranks);
 std::vector<int> parse_rank_list(const std::string& text);
 
+// What a wait throws when a peer made no progress in time, or another rank
+// gave up: which rank stopped answering is for the transport's roll call to
+// tell (Controller::give_up), not for the waiting rank.
+class PeerSilent : public RankFailure {
+ public:
+  using RankFailure::RankFailure;
+};
+
 // The RankFailure of a rank that gave up on `what` (e.g. "Gloo allreduce")
 // because of `cause` (e.g. "no progress for 30 s"), naming the `silent`
 // ranks (RankFailure::ranks()).

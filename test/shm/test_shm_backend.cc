@@ -45,7 +45,6 @@ Transport g_transport;
 std::unique_ptr<ShmBackend> g_small;
 std::unique_ptr<ShmBackend> g_default;
 std::string g_self;
-std::vector<std::string> g_temp_directories;
 
 const Topology& topology() { return g_transport.controller->topology(); }
 Backend& inner() { return g_small->inner(); }
@@ -297,9 +296,6 @@ TEST(ShmBackendTest, MixedSequence) {
 constexpr int kFaultRanks = 3;
 constexpr int kVictim = kFaultRanks - 1;
 constexpr int kFaultTimeoutSeconds = 2;
-constexpr double kFaultLimitSeconds = 10.0;
-constexpr int kGotError = 0, kNoError = 3, kTooLate = 4, kWrongError = 5, kSetupFailed = 6,
-              kNotNamed = 7;
 
 int fault_child(const std::string& scenario, const std::string& name_file) {
   Transport transport;
@@ -313,53 +309,15 @@ int fault_child(const std::string& scenario, const std::string& name_file) {
     backend->allreduce(&one, 1, DataType::kInt32, ReduceOp::kSum);  // everybody is there
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[shm fault child] setup failed: %s\n", e.what());
-    return kSetupFailed;
+    return fault_subjob::kSetupFailed;
   }
   if (rank == 0) std::ofstream(name_file) << backend->segment_name() << "\n";
   std::vector<float> data(4 << 20, 1.0f);  // 16 MiB: many chunks per call
-  if (rank == kVictim) {
-    if (scenario == "hang") {
-      std::this_thread::sleep_for(std::chrono::minutes(10));  // the parent kills it
-    } else if (scenario == "kill_mid") {
-      // Dies from another thread while this one streams allreduces.
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(30));
-        raise(SIGKILL);
-      }).detach();
-      for (;;) backend->allreduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kMax);
-    }
-    raise(SIGKILL);  // "kill_before": gone before the next collective
-  }
-  for (;;) {
-    const auto start = std::chrono::steady_clock::now();
-    try {
-      backend->allreduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kMax);
-    } catch (const RankFailure& e) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::fprintf(stderr, "[shm fault child rank %d] RankFailure after %.2f s: %s\n", rank,
-                   seconds, e.what());
-      std::fflush(stderr);
-      if (std::string(e.what()).find("rank " + std::to_string(kVictim)) == std::string::npos) {
-        std::_Exit(kNotNamed);
-      }
-      std::_Exit(seconds < kFaultLimitSeconds ? kGotError : kTooLate);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "[shm fault child rank %d] not a RankFailure: %s\n", rank, e.what());
-      std::_Exit(kWrongError);
-    }
-    if (scenario != "kill_mid") break;  // kill_mid: until the victim's death shows
-  }
-  std::fprintf(stderr, "[shm fault child rank %d] the collective succeeded\n", rank);
-  std::_Exit(kNoError);
-}
-
-std::string temp_directory() {
-  char pattern[] = "/tmp/hvd_shm_test.XXXXXX";
-  const char* dir = mkdtemp(pattern);
-  if (dir == nullptr) return "";
-  g_temp_directories.emplace_back(dir);
-  return dir;
+  auto allreduce = [&] {
+    backend->allreduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kMax);
+  };
+  if (rank == kVictim) fault_subjob::play_victim(scenario, allreduce);
+  fault_subjob::play_survivor("shm fault child", rank, kVictim, scenario, allreduce);
 }
 
 class FaultTest : public ::testing::TestWithParam<const char*> {};
@@ -371,7 +329,7 @@ TEST_P(FaultTest, SurvivorsThrowNamingTheRank) {
     GTEST_SKIP() << "the fault sub-jobs need the Gloo transport";
   }
   const std::string scenario = GetParam();
-  const std::string store = temp_directory();
+  const std::string store = fault_subjob::temp_directory("hvd_shm_test");
   const std::string name_file = store + "/segment_name";
   std::filesystem::create_directories(store + "/store");
   std::vector<pid_t> pids;
@@ -385,9 +343,8 @@ TEST_P(FaultTest, SurvivorsThrowNamingTheRank) {
   for (pid_t pid : pids) ASSERT_GT(pid, 0) << "fork failed";
   const auto status = fault_subjob::reap(pids, kVictim, std::chrono::seconds(60));
   for (int r = 0; r < kVictim; ++r) {
-    EXPECT_TRUE(fault_subjob::exited_with(status[r], kGotError,
-                                          "(3: no error, 4: too late, 5: not a RankFailure, 6: "
-                                          "setup failed, 7: the message does not name rank 2)"))
+    EXPECT_TRUE(
+        fault_subjob::exited_with(status[r], fault_subjob::kGotError, fault_subjob::kExitCodes))
         << "survivor rank " << r << " (" << scenario << ")";
   }
   std::string segment;
@@ -409,9 +366,7 @@ int main(int argc, char** argv) {
     return hvd::fault_child(argv[2], argv[3]);
   }
   ::testing::InitGoogleTest(&argc, argv);
-  char self[4096] = {};
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  hvd::g_self = length > 0 ? std::string(self, static_cast<std::size_t>(length)) : argv[0];
+  hvd::g_self = hvd::fault_subjob::self_path(argv[0]);
   int rank = -1;
   try {
     // The plain transport: this suite wraps its backend itself.
@@ -430,23 +385,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   hvd::conformance::print_only_failures_unless_rank0(rank);
-  int result = RUN_ALL_TESTS();
-  const int own_result = result;
-  try {
-    hvd::g_small->inner().allreduce(&result, 1, hvd::DataType::kInt32, hvd::ReduceOp::kMax);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "[rank %d] cannot agree on the outcome: %s\n", rank, e.what());
-    result = 1;
-  }
-  if (rank == 0 && result != own_result) {
-    std::fprintf(stderr, "FAILED on another rank (see its [rank N] lines)\n");
-  }
+  const int result = hvd::conformance::job_outcome(*hvd::g_transport.controller, RUN_ALL_TESTS());
   hvd::g_default.reset();
   hvd::g_small.reset();
   hvd::g_transport = hvd::Transport();
-  for (const std::string& dir : hvd::g_temp_directories) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
+  hvd::fault_subjob::remove_temp_directories();
   return result;
 }

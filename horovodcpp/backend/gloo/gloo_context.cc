@@ -5,6 +5,7 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/transport/tcp/device.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -327,6 +328,27 @@ std::shared_ptr<GlooContext> GlooContext::connect(const GlooOptions& options,
                  << context->device_->str() << " under " << prefix << ", timeout " << seconds
                  << " s";
   return context;
+}
+
+std::string GlooContext::listen_address() const {
+  std::string address;
+  try {
+    const gloo::transport::tcp::attr resolved =
+        gloo::transport::tcp::CreateDeviceAttr(options_.network);
+    char host[NI_MAXHOST] = {};
+    const int rc = ::getnameinfo(reinterpret_cast<const sockaddr*>(&resolved.ai_addr),
+                                 static_cast<socklen_t>(resolved.ai_addrlen), host, sizeof host,
+                                 nullptr, 0, NI_NUMERICHOST);
+    HVD_CHECK(rc == 0, BackendError,
+              "Gloo: cannot print the address of " << network_str(options_.network) << ": "
+                                                   << ::gai_strerror(rc));
+    address = host;
+  } catch (const Error&) {
+    throw;
+  } catch (...) {
+    detail::rethrow_as_hvd_error("resolving the address to listen on");
+  }
+  return address;
 }
 
 GlooContext::~GlooContext() = default;

@@ -75,6 +75,9 @@ class GlooContext {
   // The rendezvous store (null in a single-rank job without one) and the
   // prefix of this context's keys in it.
   const std::shared_ptr<Store>& store() const { return options_.store; }
+  // The numeric address the data and control contexts listen on ("10.0.0.2"):
+  // other connections of this rank to its peers listen there too.
+  std::string listen_address() const;
   const std::string& prefix() const { return prefix_; }
   // Negotiation and data move on separate contexts so they never interfere.
   const std::shared_ptr<gloo::Context>& control() const { return control_; }

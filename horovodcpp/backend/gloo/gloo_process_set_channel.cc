@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "backend/gloo/gloo_backend.h"
-#include "backend/gloo/gloo_controller.h"
 #include "core/check.h"
 #include "core/env.h"
 #include "core/subset_topology.h"
@@ -12,8 +11,9 @@
 
 namespace hvd {
 
-GlooProcessSetChannel::GlooProcessSetChannel(std::shared_ptr<GlooContext> world)
-    : world_(std::move(world)) {}
+GlooProcessSetChannel::GlooProcessSetChannel(std::shared_ptr<GlooContext> world,
+                                             ControllerFactory make_controller)
+    : world_(std::move(world)), make_controller_(make_controller) {}
 
 std::vector<std::string> GlooProcessSetChannel::allgather(const std::string& message,
                                                           std::chrono::milliseconds timeout) {
@@ -52,8 +52,12 @@ Transport GlooProcessSetChannel::create_transport(int id, const std::vector<int>
   const std::vector<std::string>& hosts = host_keys();
   if (!std::binary_search(ranks.begin(), ranks.end(), topology.rank)) return Transport{};
   const Topology place = subset_topology(hosts, ranks, topology.rank);
-  return transport_over<GlooController, GlooBackend>(
-      world_->create_subset("process_set." + std::to_string(id), place, ranks));
+  std::shared_ptr<GlooContext> context =
+      world_->create_subset("process_set." + std::to_string(id), place, ranks);
+  Transport transport;
+  transport.controller = make_controller_(context);
+  transport.backend = std::make_unique<GlooBackend>(context);
+  return transport;
 }
 
 const std::vector<std::string>& GlooProcessSetChannel::host_keys() {

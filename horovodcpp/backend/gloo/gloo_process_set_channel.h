@@ -3,6 +3,8 @@
 // message under a key of its own and reads the others', each read bounded by
 // the timeout), and each set gets Gloo contexts of its own that its members
 // connect through the same store, so no coordinator's context is touched.
+// A set's controller comes from the factory the composition gives (the
+// control plane it chose for Gloo mode, core/transport.cc).
 #pragma once
 
 #include <memory>
@@ -16,7 +18,9 @@ namespace hvd {
 
 class GlooProcessSetChannel : public ProcessSetChannel {
  public:
-  explicit GlooProcessSetChannel(std::shared_ptr<GlooContext> world);
+  using ControllerFactory = std::unique_ptr<Controller> (*)(const std::shared_ptr<GlooContext>&);
+
+  GlooProcessSetChannel(std::shared_ptr<GlooContext> world, ControllerFactory make_controller);
 
   std::vector<std::string> allgather(const std::string& message,
                                      std::chrono::milliseconds timeout) override;
@@ -26,6 +30,7 @@ class GlooProcessSetChannel : public ProcessSetChannel {
 
  private:
   std::shared_ptr<GlooContext> world_;
+  ControllerFactory make_controller_;
   long long exchanges_ = 0;         // the n-th exchange of every rank uses the keys of n
   bool abandoned_ = false;          // an exchange timed out: the ranks' counts may differ
   std::vector<std::string> hosts_;  // each rank's host key (host_keys())

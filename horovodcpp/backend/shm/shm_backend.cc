@@ -1,16 +1,11 @@
 #include "backend/shm/shm_backend.h"
 
-#include <sched.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <random>
-#include <sstream>
 #include <utility>
 
+#include "backend/shm/shm_setup.h"
 #include "core/check.h"
 #include "core/env.h"
 #include "core/logging.h"
@@ -20,21 +15,6 @@
 
 namespace hvd {
 namespace {
-
-// A name no other job on this host uses: rank 0's random bits, pid and clock.
-std::string fresh_segment_name() {
-  std::uint64_t bits = static_cast<std::uint64_t>(::getpid()) << 32;
-  bits ^= static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  try {
-    std::random_device device;
-    bits ^= (static_cast<std::uint64_t>(device()) << 32) | device();
-  } catch (const std::exception&) {
-    // No entropy source: pid and clock still tell jobs apart.
-  }
-  std::ostringstream name;
-  name << "/hvdcpp-" << std::hex << bits;
-  return name.str();
-}
 
 void check_dtype(DataType dtype) {
   HVD_CHECK(static_cast<unsigned>(dtype) < static_cast<unsigned>(kNumDataTypes), InvalidArgument,
@@ -76,7 +56,11 @@ ShmBackend::ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
   HVD_CHECK(topology.local_size == topology.size, InvalidArgument,
             "shm: the ranks span " << topology.cross_size << " hosts; shared memory needs one");
 
-  if (!map_segment(controller, options)) return;  // everything goes to `inner`
+  shm::SharedSegment shared =
+      shm::share_segment(controller, options.slot_bytes, options.stages, inner_->name());
+  segment_ = std::move(shared.segment);
+  segment_name_ = std::move(shared.name);
+  if (!segment_.mapped()) return;  // everything goes to `inner`
   shm::WaitPolicy policy;
   policy.timeout = options.timeout;
   policy.spin = size_ <= usable_cpus();
@@ -85,72 +69,6 @@ ShmBackend::ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
   HVD_LOG(Debug) << "shm: " << size_ << " ranks share " << segment_.geometry().total_bytes()
                  << " bytes (" << segment_.geometry().stages << " stages of "
                  << segment_.geometry().slot_bytes << "-byte slots)";
-}
-
-// The setup protocol, collective over `controller`: rank 0 creates the
-// segment and broadcasts its name and geometry (rank 0's settings decide),
-// or why it could not; the others map it; everyone reports back; rank 0
-// removes the name and broadcasts whether every rank has it mapped.
-bool ShmBackend::map_segment(Controller& controller, const ShmOptions& options) {
-  std::string& name = segment_name_;
-  std::string message;
-  if (rank_ == 0) {
-    name = fresh_segment_name();
-    shm::Geometry geometry{size_, options.slot_bytes, options.stages};
-    try {
-      segment_ = shm::ShmSegment::create(name, geometry);
-      message =
-          name + " " + std::to_string(options.slot_bytes) + " " + std::to_string(options.stages);
-    } catch (const Error& e) {
-      message = std::string("!") + e.what();
-    }
-  }
-  try {
-    message = controller.broadcast_from_root(message);
-    if (!message.empty() && message[0] == '!') {
-      if (rank_ == 0) {
-        HVD_LOG(Warning) << message.substr(1) << "; using " << inner_->name();
-      }
-      return false;
-    }
-    std::string error;
-    if (rank_ != 0) {
-      shm::Geometry geometry{size_, 0, 0};
-      std::istringstream fields(message);
-      fields >> name >> geometry.slot_bytes >> geometry.stages;
-      try {
-        segment_ = shm::ShmSegment::open(name, geometry);
-      } catch (const Error& e) {
-        error = e.what();
-      }
-    }
-    if (segment_.mapped()) segment_.record(rank_).process = shm::this_process();
-
-    // Once everybody has tried to map it, the name goes: from here on the
-    // memory disappears with the last process that maps it, even after SIGKILL.
-    const std::vector<std::string> errors = controller.gather_to_root(error);
-    std::string decision;
-    if (rank_ == 0) {
-      shm::ShmSegment::unlink(name);
-      for (int r = 0; r < size_; ++r) {
-        if (!errors[r].empty()) decision += "rank " + std::to_string(r) + ": " + errors[r] + "; ";
-      }
-    }
-    decision = controller.broadcast_from_root(decision);
-    shm::ShmSegment::unlink(name);  // gone already, unless rank 0 could not
-    if (!decision.empty()) {
-      if (rank_ == 0) {
-        HVD_LOG(Warning) << "shm: " << decision << "using " << inner_->name();
-      }
-      segment_ = shm::ShmSegment();
-      return false;
-    }
-  } catch (...) {
-    // A rank failed during setup: nobody will use the segment.
-    if (!name.empty()) ::shm_unlink(name.c_str());
-    throw;
-  }
-  return true;
 }
 
 BackendCapabilities ShmBackend::capabilities() const {

@@ -83,9 +83,6 @@ class ShmBackend : public Backend {
   const std::string& segment_name() const { return segment_name_; }
 
  private:
-  // Creates (rank 0) or opens the segment; false, on every rank, if some
-  // rank could not map it.
-  bool map_segment(Controller& controller, const ShmOptions& options);
   // pipeline_->run, and a peer that stopped answering (shm::PeerSilent)
   // through the controller's roll call.
   template <typename Fill, typename Reduce, typename Drain>

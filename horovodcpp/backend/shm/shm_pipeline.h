@@ -21,18 +21,14 @@
 
 #include "backend/shm/shm_segment.h"
 #include "backend/shm/shm_wait.h"
+#include "core/peer_failure.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {
 namespace shm {
 
-// A peer did not make progress in time, or gave up on the segment: which
-// rank stopped answering is for the transport's roll call to tell
-// (Controller::give_up).
-class PeerSilent : public RankFailure {
- public:
-  using RankFailure::RankFailure;
-};
+// A peer did not make progress in time, or gave up on the segment.
+using PeerSilent = hvd::PeerSilent;
 
 class ChunkPipeline {
  public:

@@ -22,9 +22,8 @@ namespace shm {
 namespace {
 
 // A peer running on its own core answers within microseconds; one that is
-// not running needs this core (or another) first: spin briefly, then yield,
-// then sleep until the doorbell rings.
-constexpr auto kSpinFor = std::chrono::microseconds(20);
+// not running needs this core (or another) first: spin briefly (the
+// policy's spin_for), then yield, then sleep until the doorbell rings.
 constexpr auto kYieldFor = std::chrono::microseconds(100);
 
 void cpu_relax() {
@@ -89,9 +88,10 @@ bool Backoff::wait(std::uint32_t seen) {
     start_ = now;
     next_check_ = now + policy_.check_interval;
   }
-  if (policy_.spin && now - start_ < kSpinFor) {
+  const auto spin_for = policy_.spin ? policy_.spin_for : std::chrono::nanoseconds(0);
+  if (now - start_ < spin_for) {
     for (int i = 0; i < 8; ++i) cpu_relax();
-  } else if (now - start_ < kSpinFor + kYieldFor) {
+  } else if (now - start_ < spin_for + kYieldFor) {
     sched_yield();  // a peer waiting for this core runs now
   } else if (now < next_check_) {
     sleep(seen, next_check_ - now);

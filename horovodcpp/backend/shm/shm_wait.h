@@ -24,6 +24,7 @@ struct WaitPolicy {
   std::chrono::nanoseconds timeout = std::chrono::seconds(30);
   // Spinning only pays while every rank has a core of its own.
   bool spin = true;
+  std::chrono::nanoseconds spin_for = std::chrono::microseconds(20);
   std::chrono::nanoseconds check_interval = std::chrono::milliseconds(100);
 };
 

@@ -1,0 +1,151 @@
+#include "backend/shm/shm_controller.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "backend/shm/shm_backend.h"
+#include "backend/shm/shm_setup.h"
+#include "core/check.h"
+#include "core/env.h"
+#include "core/usable_cpus.h"
+
+namespace hvd {
+namespace {
+
+constexpr int kRoot = 0;
+// A message starts with its length; the first chunk carries the rest of the slot.
+constexpr std::size_t kLengthBytes = sizeof(std::uint64_t);
+
+}  // namespace
+
+ShmController::ShmController(const Topology& topology, shm::ShmSegment segment, std::string name,
+                             const shm::WaitPolicy& policy)
+    : topology_(topology),
+      segment_(std::move(segment)),
+      segment_name_(std::move(name)),
+      pipeline_(segment_, topology.rank, policy),
+      lengths_(static_cast<std::size_t>(topology.size)) {
+  HVD_CHECK(segment_.mapped() && segment_.geometry().ranks == topology.size &&
+                segment_.geometry().slot_bytes > kLengthBytes,
+            InvalidArgument, "ShmController needs a mapped segment with a slot per rank");
+}
+
+template <typename Read>
+void ShmController::exchange(const char* what, const void* mine, std::uint64_t bytes, Read&& read) {
+  const int rank = topology_.rank, size = topology_.size;
+  const std::size_t slot = segment_.geometry().slot_bytes;
+  const std::size_t head = slot - kLengthBytes;  // message bytes in the first chunk
+  const auto* data = static_cast<const unsigned char*>(mine);
+  auto no_reduce = [](std::uint64_t, int) {};
+
+  auto fill_first = [&](std::uint64_t, int stage) {
+    unsigned char* to = segment_.slot(stage, rank);
+    std::memcpy(to, &bytes, kLengthBytes);
+    if (bytes > 0) std::memcpy(to + kLengthBytes, data, std::min<std::uint64_t>(bytes, head));
+  };
+  auto drain_first = [&](std::uint64_t, int stage) {
+    for (int r = 0; r < size; ++r) {
+      const unsigned char* from = segment_.slot(stage, r);
+      std::memcpy(&lengths_[r], from, kLengthBytes);
+      read(r, std::uint64_t{0}, from + kLengthBytes, std::min<std::uint64_t>(lengths_[r], head));
+    }
+  };
+  pipeline_.run(what, 1, /*reduces=*/false, fill_first, no_reduce, drain_first);
+
+  // Every rank has read every length: all agree on the chunks of the rest.
+  const std::uint64_t longest = *std::max_element(lengths_.begin(), lengths_.end());
+  if (longest <= head) return;
+  const std::uint64_t chunks = (longest - head + slot - 1) / slot;
+  // Chunk c carries bytes [head + c * slot, ...) of each message.
+  auto piece = [head, slot](std::uint64_t length, std::uint64_t c) -> std::uint64_t {
+    const std::uint64_t offset = head + c * slot;
+    return offset >= length ? 0 : std::min<std::uint64_t>(slot, length - offset);
+  };
+  auto fill = [&](std::uint64_t c, int stage) {
+    if (const std::uint64_t n = piece(bytes, c); n > 0) {
+      std::memcpy(segment_.slot(stage, rank), data + head + c * slot, n);
+    }
+  };
+  auto drain = [&](std::uint64_t c, int stage) {
+    for (int r = 0; r < size; ++r) {
+      if (const std::uint64_t n = piece(lengths_[r], c); n > 0) {
+        read(r, head + c * slot, segment_.slot(stage, r), n);
+      }
+    }
+  };
+  pipeline_.run(what, chunks, /*reduces=*/false, fill, no_reduce, drain);
+}
+
+std::vector<std::string> ShmController::gather_to_root(const std::string& message) {
+  const bool is_root = topology_.rank == kRoot;
+  std::vector<std::string> messages(is_root ? topology_.size : 0);
+  exchange("control gather", message.data(), message.size(),
+           [&](int r, std::uint64_t offset, const unsigned char* piece, std::uint64_t n) {
+             if (!is_root) return;
+             if (offset == 0) messages[r].reserve(lengths_[r]);
+             messages[r].append(reinterpret_cast<const char*>(piece), n);
+           });
+  return messages;
+}
+
+std::string ShmController::broadcast_from_root(const std::string& message) {
+  const bool is_root = topology_.rank == kRoot;
+  std::string result;
+  exchange("control broadcast", message.data(), is_root ? message.size() : 0,
+           [&](int r, std::uint64_t offset, const unsigned char* piece, std::uint64_t n) {
+             if (is_root || r != kRoot) return;
+             if (offset == 0) result.reserve(lengths_[r]);
+             result.append(reinterpret_cast<const char*>(piece), n);
+           });
+  return is_root ? message : result;
+}
+
+void ShmController::bitwise_and(std::vector<std::uint64_t>& words) {
+  // Even empty vectors are exchanged: a rank whose length differs must not
+  // leave the others waiting.
+  const std::uint64_t bytes = words.size() * sizeof(std::uint64_t);
+  result_.assign(words.size(), ~std::uint64_t{0});
+  // Pieces start at multiples of 8 bytes (the slot is a multiple of 64).
+  exchange("control bitwise AND", words.data(), bytes,
+           [&](int, std::uint64_t offset, const unsigned char* piece, std::uint64_t n) {
+             const std::size_t first = offset / sizeof(std::uint64_t);
+             const std::size_t count =
+                 first >= result_.size()
+                     ? 0
+                     : std::min<std::size_t>(n / sizeof(std::uint64_t), result_.size() - first);
+             for (std::size_t i = 0; i < count; ++i) {
+               std::uint64_t word;
+               std::memcpy(&word, piece + i * sizeof word, sizeof word);
+               result_[first + i] &= word;
+             }
+           });
+  for (int r = 0; r < topology_.size; ++r) {
+    HVD_CHECK(lengths_[r] == lengths_[kRoot], InvalidArgument,
+              "bitwise_and: rank " << r << " passed " << lengths_[r] / sizeof(std::uint64_t)
+                                   << " words, rank 0 " << lengths_[kRoot] / sizeof(std::uint64_t));
+  }
+  std::copy(result_.begin(), result_.end(), words.begin());
+}
+
+std::unique_ptr<Controller> maybe_shm_controller(Controller& setup, const std::string& fallback) {
+  const Topology& topology = setup.topology();
+  if (topology.size < 2 || topology.local_size != topology.size) return nullptr;
+  // Rank 0's setting decides for all, as for the data path (maybe_use_shm).
+  const bool wanted = env_int("SHM", 1) != 0;
+  if (setup.broadcast_from_root(wanted ? "1" : "0") == "0") return nullptr;
+  shm::WaitPolicy policy;
+  policy.timeout = ShmOptions::from_environment().timeout;
+  // As MPI mode's control plane waits (mpi_wait.h): spinning 200 us where
+  // every rank has a core, which a peer about to arrive answers within
+  // microseconds; else yielding, then sleeping on the futex.
+  policy.spin = topology.size <= usable_cpus();
+  policy.spin_for = std::chrono::microseconds(200);
+  shm::SharedSegment shared =
+      shm::share_segment(setup, ShmController::kSlotBytes, ShmController::kStages, fallback);
+  if (!shared.segment.mapped()) return nullptr;
+  return std::make_unique<ShmController>(topology, std::move(shared.segment),
+                                         std::move(shared.name), policy);
+}
+
+}  // namespace hvd

@@ -1,0 +1,385 @@
+// Gloo mode's control planes on their own, each set up over the transport's
+// controller (MPI under --mpi, Gloo mode's own under --gloo): ShmController
+// (every rank on this host), TcpController as a star (fan-out 8) and as a
+// chain (fan-out 1: 0 <- 1 <- 2 <- 3, every frame forwarded). Messages of 0
+// bytes to many slots, many rounds of mixed collectives, bit vectors of
+// every length up to several slots, lengths that differ between ranks; which
+// control plane Gloo mode picks; and peers that die or hang mid-round.
+//
+// The fault tests run, on rank 0 of single-rank jobs only, 3-rank sub-jobs
+// of this binary (--control-fault-child PLANE VICTIM HOW) over Gloo with a
+// file store.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/gloo/gloo_context.h"
+#include "backend/gloo/gloo_controller.h"
+#include "backend/shm/shm_controller.h"
+#include "backend/tcp/tcp_controller.h"
+#include "backend_conformance.h"
+#include "core/env.h"
+#include "core/layered_controller.h"
+#include "fault_subjob.h"
+#include "horovodcpp/errors.h"
+
+namespace hvd {
+namespace {
+
+using namespace conformance;
+
+std::string g_transport_name;
+Transport g_transport;  // its controller sets the planes up
+std::map<std::string, std::unique_ptr<Controller>> g_planes;
+std::string g_self;
+
+const Topology& topology() { return g_transport.controller->topology(); }
+
+std::unique_ptr<Controller> make_tcp(Controller& setup, int fan_out,
+                                     std::chrono::milliseconds timeout) {
+  TcpControllerOptions options;
+  options.address = "127.0.0.1";
+  options.timeout = timeout;
+  options.fan_out = fan_out;
+  return TcpController::connect(setup, options, "nothing");
+}
+
+// Rank-dependent bytes, every value of a byte.
+std::string pattern(int rank, std::size_t length, int salt) {
+  std::string bytes(length, '\0');
+  for (std::size_t i = 0; i < length; ++i) {
+    bytes[i] = static_cast<char>((rank * 131 + salt * 17 + i * 7) % 256);
+  }
+  return bytes;
+}
+
+// Message lengths around the shared-memory slot (16 KiB: the first chunk
+// holds 8 bytes less) and far beyond it.
+const std::vector<std::size_t> kLengths = {0,     1,     7,     16375,  16376,  16377,
+                                           16384, 16385, 49157, 300001, 1 << 20};
+
+class PlaneTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (g_planes.count(GetParam()) == 0) GTEST_SKIP() << GetParam() << " needs one host";
+  }
+  Controller& plane() { return *g_planes.at(GetParam()); }
+};
+
+TEST_P(PlaneTest, TopologyIsTheJobs) {
+  const Topology& mine = plane().topology();
+  EXPECT_EQ(mine.rank, topology().rank);
+  EXPECT_EQ(mine.size, topology().size);
+  EXPECT_EQ(mine.local_rank, topology().local_rank);
+  EXPECT_EQ(mine.local_size, topology().local_size);
+}
+
+TEST_P(PlaneTest, Conformance) {
+  check_gather_to_root(plane());
+  check_gather_all_empty(plane());
+  check_broadcast_from_root(plane());
+}
+
+TEST_P(PlaneTest, GatherEveryLength) {
+  const int rank = topology().rank, size = topology().size;
+  for (std::size_t length : kLengths) {
+    // Each rank a different length: one of them is the longest.
+    const std::vector<std::string> gathered =
+        plane().gather_to_root(pattern(rank, length + static_cast<std::size_t>(rank) * 3, 1));
+    if (rank != 0) {
+      EXPECT_TRUE(gathered.empty());
+      continue;
+    }
+    ASSERT_EQ(gathered.size(), static_cast<std::size_t>(size));
+    for (int r = 0; r < size; ++r) {
+      EXPECT_TRUE(gathered[r] == pattern(r, length + static_cast<std::size_t>(r) * 3, 1))
+          << "rank " << r << ", length " << length;
+    }
+  }
+}
+
+TEST_P(PlaneTest, BroadcastEveryLength) {
+  for (std::size_t length : kLengths) {
+    const std::string root = pattern(0, length, 2);
+    const std::string mine = topology().rank == 0 ? root : pattern(topology().rank, 5, 3);
+    EXPECT_TRUE(plane().broadcast_from_root(mine) == root) << "length " << length;
+  }
+}
+
+// Rank r clears bit (i + r) % 64 of word i (and, in every other word, bit 63).
+std::vector<std::uint64_t> bits_of(int rank, std::size_t words) {
+  std::vector<std::uint64_t> bits(words, ~std::uint64_t{0});
+  for (std::size_t i = 0; i < words; ++i) {
+    bits[i] &= ~(std::uint64_t{1} << ((i + static_cast<std::size_t>(rank)) % 64));
+    if (i % 2 == 1) bits[i] &= ~(std::uint64_t{1} << 63);
+  }
+  return bits;
+}
+
+TEST_P(PlaneTest, BitwiseAndEveryLength) {
+  for (std::size_t words : {0, 1, 17, 2046, 2047, 2048, 5000, 100000}) {
+    std::vector<std::uint64_t> mine = bits_of(topology().rank, words);
+    std::vector<std::uint64_t> expected(words, ~std::uint64_t{0});
+    for (int r = 0; r < topology().size; ++r) {
+      const std::vector<std::uint64_t> theirs = bits_of(r, words);
+      for (std::size_t i = 0; i < words; ++i) expected[i] &= theirs[i];
+    }
+    plane().bitwise_and(mine);
+    EXPECT_TRUE(mine == expected) << words << " words";
+  }
+}
+
+// Collectives of every kind one after the other, with lengths that change
+// every round: the shared-memory chunk numbers run on and every stage is
+// reused; the TCP frames stay in step.
+TEST_P(PlaneTest, ManyMixedRounds) {
+  const int rank = topology().rank, size = topology().size;
+  for (int round = 0; round < 600; ++round) {
+    const std::size_t length = static_cast<std::size_t>(round * 97 % 40000);
+    const std::vector<std::string> gathered = plane().gather_to_root(pattern(rank, length, round));
+    if (rank == 0) {
+      ASSERT_EQ(gathered.size(), static_cast<std::size_t>(size));
+      for (int r = 0; r < size; ++r) {
+        ASSERT_TRUE(gathered[r] == pattern(r, length, round)) << "round " << round << " rank " << r;
+      }
+    }
+    const std::string root = pattern(0, length / 3, round);
+    ASSERT_TRUE(plane().broadcast_from_root(rank == 0 ? root : "") == root) << "round " << round;
+    std::vector<std::uint64_t> bits(1 + round % 40, ~std::uint64_t{0});
+    bits[round % bits.size()] = ~(std::uint64_t{1} << (rank % 64));
+    plane().bitwise_and(bits);
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      std::uint64_t expected = ~std::uint64_t{0};
+      if (i == round % bits.size()) {
+        for (int r = 0; r < size; ++r) expected &= ~(std::uint64_t{1} << (r % 64));
+      }
+      ASSERT_EQ(bits[i], expected) << "round " << round << " word " << i;
+    }
+  }
+}
+
+// Every rank throws, and the plane stays usable: the ranks stayed in step.
+TEST_P(PlaneTest, BitVectorsOfDifferentLengthsRejectedEverywhere) {
+  if (topology().size < 2) GTEST_SKIP() << "needs two ranks";
+  std::vector<std::uint64_t> bits(topology().rank == 1 ? 4 : 3, 1);
+  EXPECT_THROW(plane().bitwise_and(bits), InvalidArgument);
+  std::vector<std::uint64_t> same(3, 3);
+  plane().bitwise_and(same);
+  EXPECT_EQ(same, std::vector<std::uint64_t>(3, 3));
+}
+
+INSTANTIATE_TEST_SUITE_P(Planes, PlaneTest, ::testing::Values("shm", "tcp", "tcp_chain"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+// ---- Which control plane Gloo mode picks (core/transport.cc)
+
+class ScopedSetting {
+ public:
+  ScopedSetting(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedSetting() {
+    if (old_.empty()) {
+      unsetenv(name_);
+    } else {
+      setenv(name_, old_.c_str(), 1);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+};
+
+// The plane Gloo mode negotiates through (under the LayeredController that
+// gives up through Gloo's roll call).
+Controller* plane_of(Controller* controller) {
+  auto* layered = dynamic_cast<LayeredController*>(controller);
+  EXPECT_NE(layered, nullptr) << "Gloo mode's plane gives up through the setup's roll call";
+  return layered ? &layered->plane() : controller;
+}
+
+TEST(GlooModeTest, NegotiatesThroughSharedMemoryOnOneHost) {
+  if (g_transport_name != "gloo") GTEST_SKIP() << "Gloo mode only";
+  Transport transport = create_transport("gloo");
+  Controller* controller = transport.controller.get();
+  if (topology().size > 1 && topology().local_size == topology().size) {
+    EXPECT_NE(dynamic_cast<ShmController*>(plane_of(controller)), nullptr);
+    EXPECT_EQ(std::string(transport.backend->name()), "shm");  // the data too, as in MPI mode
+  } else {
+    EXPECT_NE(dynamic_cast<TcpController*>(plane_of(controller)), nullptr);
+  }
+  EXPECT_EQ(controller->broadcast_from_root(std::to_string(topology().rank)), "0");
+}
+
+TEST(GlooModeTest, NegotiatesOverTcpWithoutSharedMemory) {
+  if (g_transport_name != "gloo") GTEST_SKIP() << "Gloo mode only";
+  ScopedSetting no_shm("HOROVODCPP_SHM", "0");
+  Transport transport = create_transport("gloo");
+  EXPECT_NE(dynamic_cast<TcpController*>(plane_of(transport.controller.get())), nullptr);
+  EXPECT_EQ(std::string(transport.backend->name()), "gloo");
+  check_gather_to_root(*transport.controller);
+}
+
+// Process sets get the same control plane as the job.
+TEST(GlooModeTest, ProcessSetsNegotiateOverTheSamePlanes) {
+  if (g_transport_name != "gloo") GTEST_SKIP() << "Gloo mode only";
+  const int size = topology().size;
+  std::vector<int> evens;
+  for (int r = 0; r < size; r += 2) evens.push_back(r);
+  Transport set = g_transport.process_sets->create_transport(7, evens);
+  if (topology().rank % 2 == 1) {
+    EXPECT_EQ(set.controller, nullptr);
+    return;
+  }
+  ASSERT_NE(set.controller, nullptr);
+  if (evens.size() > 1 && topology().local_size == size) {
+    EXPECT_NE(dynamic_cast<ShmController*>(plane_of(set.controller.get())), nullptr);
+  } else {
+    EXPECT_NE(dynamic_cast<TcpController*>(plane_of(set.controller.get())), nullptr);
+  }
+  check_gather_to_root(*set.controller);
+}
+
+// ---- Faults: a 3-rank sub-job in which rank VICTIM dies or hangs mid-round.
+// Every survivor must throw RankFailure naming it within 10 s. Run by
+// single-rank jobs only: the ranks of a larger job would wait for rank 0
+// meanwhile, against their own timeouts.
+
+constexpr int kFaultRanks = 3;
+constexpr int kFaultTimeoutSeconds = 2;
+
+// One round of every collective.
+void mixed_round(Controller& controller, int rank) {
+  controller.gather_to_root(pattern(rank, 100, 0));
+  controller.broadcast_from_root(pattern(rank, 300, 1));
+  std::vector<std::uint64_t> bits(20, ~std::uint64_t{0});
+  controller.bitwise_and(bits);
+}
+
+int fault_child(const std::string& plane, int victim, const std::string& how) {
+  std::unique_ptr<Controller> controller;
+  int rank = -1;
+  try {
+    std::shared_ptr<GlooContext> context = GlooContext::create();
+    rank = context->topology().rank;
+    GlooController setup(context);
+    if (plane == "shm") {
+      controller = maybe_shm_controller(setup, "nothing");
+    } else {
+      controller = make_tcp(setup, plane == "tcp_chain" ? 1 : 8, context->timeout());
+    }
+    if (!controller) throw std::runtime_error("no " + plane + " control plane");
+    mixed_round(*controller, rank);  // everybody is there
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[control fault child] setup failed: %s\n", e.what());
+    return fault_subjob::kSetupFailed;
+  }
+  auto round = [&] { mixed_round(*controller, rank); };
+  if (rank == victim) fault_subjob::play_victim(how, round);
+  fault_subjob::play_survivor("control fault child", rank, victim, how, round);
+}
+
+struct FaultCase {
+  const char* plane;
+  int victim;
+  const char* how;
+};
+
+class FaultTest : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(FaultTest, SurvivorsThrowNamingTheRank) {
+  if (topology().size != 1) GTEST_SKIP() << "run by the single-rank jobs";
+  const FaultCase c = GetParam();
+  const std::string store = fault_subjob::temp_directory("hvd_control_test");
+  std::vector<pid_t> pids;  // the survivors in rank order, then the victim (as reap() wants)
+  pid_t victim = -1;
+  for (int r = 0; r < kFaultRanks; ++r) {
+    const pid_t pid = fault_subjob::spawn_rank(
+        g_self, {"--control-fault-child", c.plane, std::to_string(c.victim), c.how}, r, kFaultRanks,
+        store,
+        {{"GLOO_TIMEOUT_SECONDS", std::to_string(kFaultTimeoutSeconds)},
+         {"SHM_TIMEOUT_SECONDS", std::to_string(kFaultTimeoutSeconds)}});
+    ASSERT_GT(pid, 0) << "fork failed";
+    if (r == c.victim) {
+      victim = pid;
+    } else {
+      pids.push_back(pid);
+    }
+  }
+  pids.push_back(victim);
+  const auto status = fault_subjob::reap(pids, kFaultRanks - 1, std::chrono::seconds(60));
+  for (int i = 0; i + 1 < kFaultRanks; ++i) {
+    EXPECT_TRUE(
+        fault_subjob::exited_with(status[i], fault_subjob::kGotError, fault_subjob::kExitCodes))
+        << "survivor " << i << " (" << c.plane << ", victim " << c.victim << ", " << c.how << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Scenarios, FaultTest,
+    ::testing::Values(FaultCase{"shm", 2, "kill_before"}, FaultCase{"shm", 2, "kill_mid"},
+                      FaultCase{"shm", 2, "hang"}, FaultCase{"shm", 0, "kill_mid"},
+                      FaultCase{"tcp", 2, "kill_before"}, FaultCase{"tcp", 2, "kill_mid"},
+                      FaultCase{"tcp", 2, "hang"}, FaultCase{"tcp", 0, "hang"},
+                      // The chain 0 <- 1 <- 2: the middle rank, and the leaf
+                      // whose failure reaches rank 0 through rank 1.
+                      FaultCase{"tcp_chain", 1, "kill_mid"}, FaultCase{"tcp_chain", 1, "hang"},
+                      FaultCase{"tcp_chain", 2, "kill_mid"}, FaultCase{"tcp_chain", 2, "hang"}),
+    [](const ::testing::TestParamInfo<FaultCase>& info) {
+      return std::string(info.param.plane) + "_rank" + std::to_string(info.param.victim) + "_" +
+             info.param.how;
+    });
+
+}  // namespace
+}  // namespace hvd
+
+int main(int argc, char** argv) {
+  if (argc >= 5 && std::string(argv[1]) == "--control-fault-child") {
+    return hvd::fault_child(argv[2], std::atoi(argv[3]), argv[4]);
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  hvd::g_self = hvd::fault_subjob::self_path(argv[0]);
+  int rank = -1;
+  try {
+    const std::string name =
+        hvd::env_setting("CPU_OPERATIONS").value_or(hvd::available_transports().front());
+    hvd::g_transport_name = name;
+    hvd::g_transport = hvd::create_transport(name);
+    hvd::Controller& setup = *hvd::g_transport.controller;
+    rank = setup.topology().rank;
+    const std::chrono::milliseconds timeout(60000);
+    // Shared memory: several ranks, all on this host (and HOROVODCPP_SHM not 0).
+    if (auto shm = hvd::maybe_shm_controller(setup, "nothing"))
+      hvd::g_planes["shm"] = std::move(shm);
+    // TCP on 127.0.0.1: this suite runs on one machine, also where its
+    // ranks play several hosts (hvdrun -H 127.0.0.1:2,127.0.0.2:2).
+    hvd::g_planes["tcp"] = hvd::make_tcp(setup, 8, timeout);
+    hvd::g_planes["tcp_chain"] = hvd::make_tcp(setup, 1, timeout);
+    if (!hvd::g_planes["tcp"] || !hvd::g_planes["tcp_chain"]) {
+      throw std::runtime_error("the TCP control plane could not be connected");
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cannot set up the control planes: %s\n", e.what());
+    return 1;
+  }
+  hvd::conformance::print_only_failures_unless_rank0(rank);
+  const int result = hvd::conformance::job_outcome(*hvd::g_transport.controller, RUN_ALL_TESTS());
+  hvd::g_planes.clear();
+  hvd::g_transport = hvd::Transport();
+  hvd::fault_subjob::remove_temp_directories();
+  return result;
+}

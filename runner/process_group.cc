@@ -87,11 +87,16 @@ struct Child {
   Stream streams[2];
 };
 
+// The job rank a child runs: its HOROVODCPP_RANK, else its index.
+std::string rank_of(const ChildSpec& spec, size_t index) {
+  auto rank = spec.env.find("HOROVODCPP_RANK");
+  return rank != spec.env.end() ? rank->second : std::to_string(index);
+}
+
 std::string describe(const ChildSpec& spec, size_t index) {
   if (spec.label.empty()) return spec.argv.empty() ? "child" : spec.argv[0];
-  auto rank = spec.env.find("HOROVODCPP_RANK");
   auto host = spec.env.find("HOROVODCPP_HOSTNAME");
-  std::string name = "rank " + (rank != spec.env.end() ? rank->second : std::to_string(index));
+  std::string name = "rank " + rank_of(spec, index);
   name += " (" + (host != spec.env.end() ? "host " + host->second : spec.label) + ")";
   return name;
 }
@@ -328,6 +333,7 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
   // cause and saying so), unless `at_once`.
   bool failed = false;
   bool accounted = false;  // watch.all_accounted() said so
+  std::vector<std::string> blamed;  // by the reported failure that is the job's
   Clock::time_point teardown_at{};
   auto fail = [&](int code, const std::string& why, bool at_once) {
     if (!failed) {
@@ -338,6 +344,17 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
                                        std::chrono::duration<double>(watch.failure_grace));
     }
     if (at_once) begin_teardown();
+  };
+
+  // A blamed rank's own end (before hvdrun signals it) says why the
+  // survivors gave up.
+  auto explain = [&](std::size_t index, int code, const std::string& why) {
+    if (terminating) return;
+    const std::string rank = rank_of(*children[index].spec, index);
+    if (std::find(blamed.begin(), blamed.end(), rank) == blamed.end()) return;
+    blamed.clear();
+    result.exit_code = code;
+    result.failure = why;
   };
 
   auto start = [&](const ChildSpec& spec) {
@@ -375,10 +392,12 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
   take_orders();
 
   while (true) {
-    if (Clock::now() >= next_orders_at) take_orders();
     if (!failed && watch.reported_failure) {
-      const std::string reported = watch.reported_failure();
-      if (!reported.empty()) fail(1, reported, false);
+      const ReportedFailure reported = watch.reported_failure();
+      if (!reported.summary.empty()) {
+        fail(1, reported.summary, false);
+        for (int r : reported.blamed) blamed.push_back(std::to_string(r));
+      }
     }
     // Reap what has exited: our children, and their orphaned descendants
     // (reparented to us as subreaper) by process group; never waitpid(-1).
@@ -400,14 +419,16 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
         if (control != nullptr && !terminating && control->on_exit(index, status)) {
           next_orders_at = Clock::now();
         } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-          fail(WEXITSTATUS(status),
-               c.name + " exited with code " + std::to_string(WEXITSTATUS(status)), false);
+          const std::string why =
+              c.name + " exited with code " + std::to_string(WEXITSTATUS(status));
+          explain(index, WEXITSTATUS(status), why);
+          fail(WEXITSTATUS(status), why, false);
         } else if (WIFSIGNALED(status)) {
           int sig = WTERMSIG(status);
-          fail(128 + sig,
-               c.name + " was killed by signal " + std::to_string(sig) + " (" + signal_name(sig) +
-                   ")",
-               false);
+          const std::string why = c.name + " was killed by signal " + std::to_string(sig) + " (" +
+                                  signal_name(sig) + ")";
+          explain(index, 128 + sig, why);
+          fail(128 + sig, why, false);
         }
       }
       if (c.reaped) {
@@ -415,6 +436,12 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
         }
       }
       all_reaped = all_reaped && c.reaped;
+    }
+    // After the reaping: a rank that asks for a new round because a peer
+    // died must not get a round that still counts the dead peer.
+    if (Clock::now() >= next_orders_at) {
+      take_orders();
+      for (const Child& c : children) all_reaped = all_reaped && (c.pid <= 0 || c.reaped);
     }
     if (failed && !terminating && !accounted && watch.all_accounted && watch.all_accounted()) {
       // Every rank has spoken; a moment more lets each finish its own

@@ -42,12 +42,20 @@ struct GroupControl {
   std::function<GroupOrders()> poll;
 };
 
+// A failure a rank reported: a one-line summary, and the ranks it blamed
+// (those it saw stop answering).
+struct ReportedFailure {
+  std::string summary;  // "": none
+  std::vector<int> blamed;
+};
+
 // What hvdrun learns about the job besides its children's exits.
 struct JobWatch {
-  // Polled about every 200 ms while the job runs: a failure the ranks
-  // reported (a one-line summary), or "". The first one ends the job like a
-  // failed child, and wins over exits seen in the same round.
-  std::function<std::string()> reported_failure;
+  // Polled about every 200 ms while the job runs. The first failure reported
+  // ends the job like a failed child, and wins over exits seen in the same
+  // round; but a blamed rank's own exit (non-zero, or a signal) seen later
+  // is the cause the survivors saw, and becomes the job's failure.
+  std::function<ReportedFailure()> reported_failure;
   // Sees every output line of the children, without prefix or newline.
   std::function<void(const std::string&)> on_line;
   // Called with SIGTERM, then with SIGKILL, as the children are: the ranks

@@ -11,6 +11,27 @@ namespace {
 
 constexpr std::chrono::milliseconds kNoWait(1);
 
+// The reporting rank and the ranks it blamed, of one report
+// ("RANK\nBLAMED\nMESSAGE"); what is not a rank number names nobody.
+std::vector<int> ranks_named(const std::string& value, bool with_reporter) {
+  std::istringstream in(value);
+  std::string rank, blamed;
+  std::getline(in, rank);
+  std::getline(in, blamed);
+  std::vector<std::string> named;
+  if (with_reporter) named.push_back(rank);
+  std::istringstream ranks(blamed);
+  for (std::string r; std::getline(ranks, r, ',');) named.push_back(r);
+  std::vector<int> numbers;
+  for (const std::string& r : named) {
+    try {
+      numbers.push_back(std::stoi(r));
+    } catch (const std::exception&) {
+    }
+  }
+  return numbers;
+}
+
 }  // namespace
 
 std::string describe_failure_report(const std::string& value) {
@@ -42,26 +63,14 @@ void RankReports::read_new_reports() {
     } catch (const hvd::Error&) {
       return;  // no further report (yet)
     }
-    std::istringstream in(reports_.back());
-    std::string rank, blamed;
-    std::getline(in, rank);
-    std::getline(in, blamed);
-    std::vector<std::string> named = {rank};
-    std::istringstream ranks(blamed);
-    for (std::string r; std::getline(ranks, r, ',');) named.push_back(r);
-    for (const std::string& r : named) {
-      try {
-        accounted_.insert(std::stoi(r));
-      } catch (const std::exception&) {
-        // Not a rank number: it accounts for nobody.
-      }
-    }
+    for (int r : ranks_named(reports_.back(), true)) accounted_.insert(r);
   }
 }
 
-std::string RankReports::first_failure() {
+ReportedFailure RankReports::first_failure() {
   if (reports_.empty()) read_new_reports();
-  return reports_.empty() ? std::string() : describe_failure_report(reports_.front());
+  if (reports_.empty()) return {};
+  return {describe_failure_report(reports_.front()), ranks_named(reports_.front(), false)};
 }
 
 bool RankReports::all_accounted(int size) {

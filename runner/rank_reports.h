@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "runner/process_group.h"
+
 namespace hvd {
 class TcpStore;
 }
@@ -26,9 +28,10 @@ class RankReports {
   explicit RankReports(int port);
   ~RankReports();
 
-  // The first failure reported, as describe_failure_report puts it, or ""
-  // while none is. Cheap enough to poll: one local round trip.
-  std::string first_failure();
+  // The first failure reported, summed up as describe_failure_report puts
+  // it, with the ranks it blamed; an empty summary while none is. Cheap
+  // enough to poll: one local round trip.
+  ReportedFailure first_failure();
   // Whether each of the job's `size` ranks has reported a failure or been
   // blamed in a report.
   bool all_accounted(int size);

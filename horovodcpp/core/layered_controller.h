@@ -35,6 +35,7 @@ class LayeredController final : public Controller {
   [[noreturn]] void give_up(const std::string& what, const std::string& cause,
                             const std::vector<int>& blamed, bool listen) override {
     setup_->give_up(what, cause, blamed, listen);
+    throw RankFailure(what + ": " + cause, blamed);  // give_up never returns
   }
 
   Controller& plane() { return *plane_; }

@@ -276,13 +276,16 @@ int fault_child(const std::string& plane, int victim, const std::string& how) {
   try {
     std::shared_ptr<GlooContext> context = GlooContext::create();
     rank = context->topology().rank;
-    GlooController setup(context);
+    auto setup = std::make_unique<GlooController>(context);
+    std::unique_ptr<Controller> negotiation;
     if (plane == "shm") {
-      controller = maybe_shm_controller(setup, "nothing");
+      negotiation = maybe_shm_controller(*setup, "nothing");
     } else {
-      controller = make_tcp(setup, plane == "tcp_chain" ? 1 : 8, context->timeout());
+      negotiation = make_tcp(*setup, plane == "tcp_chain" ? 1 : 8, context->timeout());
     }
-    if (!controller) throw std::runtime_error("no " + plane + " control plane");
+    if (!negotiation) throw std::runtime_error("no " + plane + " control plane");
+    // As Gloo mode composes them: the roll call over the setup names the rank.
+    controller = std::make_unique<LayeredController>(std::move(negotiation), std::move(setup));
     mixed_round(*controller, rank);  // everybody is there
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[control fault child] setup failed: %s\n", e.what());

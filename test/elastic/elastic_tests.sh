@@ -68,7 +68,7 @@ check_survivors() {  # log killed-at resumed-from -> why
   local why=""
   grep -q "^\[2\]<stdout>: killing worker 2 at $2 " "$1" || why+="worker 2 was not killed; "
   grep -q "^hvdrun: elastic: round 2: 2 rank(s) on localhost:2 (rank 2 (worker 2) on localhost was killed by signal 9" "$1" ||
-    why+="no round of 2 after the death; "
+    why+="no round of 2 after the death (rounds: $(grep '^hvdrun: elastic: round' "$1" | tr '\n' ' ')); "
   for w in 0 1; do
     grep -q "^\[$w\]<stdout>: train from $3 size 2 rank $w worker $w " "$1" ||
       why+="worker $w did not go on from $3 as rank $w of 2; "

@@ -210,7 +210,8 @@ TEST_F(ProcessGroupTest, ReportedFailureEndsTheJob) {
   const auto start = Clock::now();
   JobWatch watch;
   watch.reported_failure = [start] {
-    return seconds_since(start) > 0.5 ? std::string("rank 1 stopped answering") : std::string();
+    return seconds_since(start) > 0.5 ? ReportedFailure{"rank 1 stopped answering", {1}}
+                                       : ReportedFailure{};
   };
   std::vector<std::string> lines;
   watch.on_line = [&lines](const std::string& line) { lines.push_back(line); };
@@ -223,6 +224,27 @@ TEST_F(ProcessGroupTest, ReportedFailureEndsTheJob) {
   EXPECT_EQ(result.failure, "rank 1 stopped answering");
   EXPECT_EQ(lines, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(remote_signals, (std::vector<int>{SIGTERM, SIGKILL}));
+}
+
+// The survivors may report before hvdrun sees the blamed rank's own exit
+// (it ran on another host): that exit, within the failure grace, is the
+// job's failure; an exit of a rank nobody blamed is not.
+TEST_F(ProcessGroupTest, BlamedRanksOwnExitIsTheCause) {
+  const auto start = Clock::now();
+  JobWatch watch;
+  watch.failure_grace = 10;
+  watch.reported_failure = [start] {
+    return seconds_since(start) > 0.2
+               ? ReportedFailure{"rank 2 stopped answering (rank 0: it closed)", {2}}
+               : ReportedFailure{};
+  };
+  JobResult result = run_process_group({shell("sleep 0.8; exit 1", "[0]", ""),
+                                        shell("sleep 1.0; exit 5", "[1]", ""),
+                                        shell("sleep 1.2; exit 7", "[2]", "")},
+                                       1.0, watch);
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(result.exit_code, 7);
+  EXPECT_EQ(result.failure, "rank 2 ([2]) exited with code 7");
 }
 
 // After the first failure the others may end by themselves within the

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/peer_failure.h"
 #include "store/tcp_connect.h"
 
 namespace hvd {
@@ -31,7 +32,7 @@ TcpLink::~TcpLink() {
 
 void TcpLink::send(FrameKind kind, std::uint32_t round, const void* payload, std::size_t bytes,
                    Clock::time_point deadline, const char* what) {
-  HVD_CHECK(fd_ >= 0, RankFailure,
+  HVD_CHECK(fd_ >= 0, PeerSilent,
             "TCP control " << what << ": the connection to rank " << peer_ << " is closed");
   const FrameHeader header{static_cast<std::uint32_t>(kind), round, bytes};
   iovec parts[2] = {{const_cast<FrameHeader*>(&header), sizeof header},
@@ -44,12 +45,12 @@ void TcpLink::send(FrameKind kind, std::uint32_t round, const void* payload, std
     const ssize_t sent = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
     if (sent < 0) {
       if (errno == EINTR) continue;
-      HVD_CHECK(would_block(), RankFailure,
+      HVD_CHECK(would_block(), PeerSilent,
                 "TCP control " << what << ": lost the connection to rank " << peer_
                                << " (did it die?): " << std::strerror(errno));
       pollfd p{fd_, POLLOUT, 0};
       const int ready = ::poll(&p, 1, RemainingMs(deadline));
-      HVD_CHECK(ready != 0, RankFailure,
+      HVD_CHECK(ready != 0, PeerSilent,
                 "TCP control " << what << ": rank " << peer_
                                << " did not take this rank's message in time");
       continue;
@@ -66,7 +67,7 @@ void TcpLink::send(FrameKind kind, std::uint32_t round, const void* payload, std
 
 bool TcpLink::receive(const char* what) {
   if (complete_) return true;
-  HVD_CHECK(fd_ >= 0, RankFailure,
+  HVD_CHECK(fd_ >= 0, PeerSilent,
             "TCP control " << what << ": the connection to rank " << peer_ << " is closed");
   for (;;) {
     char* to;
@@ -82,10 +83,10 @@ bool TcpLink::receive(const char* what) {
     if (got < 0) {
       if (errno == EINTR) continue;
       if (would_block()) return false;
-      HVD_THROW(RankFailure, "TCP control " << what << ": lost the connection to rank " << peer_
+      HVD_THROW(PeerSilent, "TCP control " << what << ": lost the connection to rank " << peer_
                                             << " (did it die?): " << std::strerror(errno));
     }
-    HVD_CHECK(got > 0, RankFailure,
+    HVD_CHECK(got > 0, PeerSilent,
               "TCP control " << what << ": rank " << peer_
                              << " closed its connection (did it die or stop?)");
     if (header_got_ < sizeof header_) {
@@ -142,7 +143,9 @@ void receive_frames(const std::vector<TcpLink*>& links,
       if (!link->receive(what)) {
         all = false;
       } else if (link->header().kind == static_cast<std::uint32_t>(FrameKind::kFailure)) {
-        throw RankFailure(link->payload());  // the reason names the failed rank
+        // Another rank gave up: which rank stopped answering is for the roll
+        // call to tell (Controller::give_up).
+        throw PeerSilent("TCP control " + std::string(what) + ": " + link->payload());
       }
     }
     if (all) return;
@@ -152,7 +155,7 @@ void receive_frames(const std::vector<TcpLink*>& links,
     Clock::time_point earliest = Clock::time_point::max();
     for (std::size_t i = 0; i < links.size(); ++i) {
       if (links[i]->complete()) continue;
-      HVD_CHECK(now < deadlines[i], RankFailure,
+      HVD_CHECK(now < deadlines[i], PeerSilent,
                 "TCP control " << what << ": rank " << links[i]->peer() << " did not answer within "
                                << std::chrono::duration<double>(deadlines[i] - start).count()
                                << " s (HOROVODCPP_GLOO_TIMEOUT_SECONDS; did it stop?)");

@@ -40,13 +40,14 @@ class TcpLink {
   void set_peer(int peer) { peer_ = peer; }
 
   // Sends a whole frame, waiting for buffer space until `deadline`. Throws
-  // RankFailure naming the peer when the connection is lost or the deadline
-  // passes; `what` names the collective.
+  // PeerSilent when the connection is lost or the deadline passes (the peer
+  // may only be waiting on another rank: the roll call tells who stopped);
+  // `what` names the collective.
   void send(FrameKind kind, std::uint32_t round, const void* payload, std::size_t bytes,
             Clock::time_point deadline, const char* what);
   // Reads what has arrived without waiting; true once a whole frame is in
-  // (header(), payload()). Throws RankFailure naming the peer when it closed
-  // the connection, BackendError for a frame no peer would send.
+  // (header(), payload()). Throws PeerSilent when the peer closed the
+  // connection, BackendError for a frame no peer would send.
   bool receive(const char* what);
   bool complete() const { return complete_; }
   const FrameHeader& header() const { return header_; }
@@ -70,8 +71,8 @@ class TcpLink {
 
 // Waits until each link in `links` has a whole frame: reading for
 // `spin_for`, then sleeping in poll(2) until bytes arrive. Throws
-// RankFailure: with the sender's reason when a failure frame arrives,
-// naming the peer when a link closes or when `deadlines[i]` passes before
+// PeerSilent: with the sender's reason when a failure frame arrives, naming
+// the peer when a link closes or when `deadlines[i]` passes before
 // links[i]'s frame.
 void receive_frames(const std::vector<TcpLink*>& links,
                     const std::vector<Clock::time_point>& deadlines, Clock::duration spin_for,

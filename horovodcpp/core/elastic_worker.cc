@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core/check.h"
+#include "core/hvdrun_link.h"
 #include "horovodcpp/elastic.h"
 #include "settings/settings.h"
 #include "store/elastic_round.h"
@@ -35,11 +36,10 @@ ElasticWorker::ElasticWorker() {
   using settings::Setting;
   id_ = settings::read_int(Setting::kElasticWorker);
   timeout_ = settings::timeout_of(settings::read_seconds(Setting::kElasticRoundTimeout));
-  const std::string address = settings::read_string(Setting::kGlooRendezvousAddr);
-  HVD_CHECK(!address.empty() && settings::is_set(Setting::kGlooRendezvousPort), InvalidArgument,
+  const std::optional<RendezvousAddress> address = rendezvous_address();
+  HVD_CHECK(address && !address->host.empty(), InvalidArgument,
             "an elastic worker needs hvdrun's store: HOROVODCPP_GLOO_RENDEZVOUS_ADDR and _PORT");
-  const auto port = static_cast<int>(settings::read_int(Setting::kGlooRendezvousPort));
-  store_ = std::make_shared<TcpStore>(address, port, timeout_);
+  store_ = std::make_shared<TcpStore>(address->host, address->port, timeout_);
 }
 
 ElasticWorker::Place ElasticWorker::next_round(Clock::time_point deadline) {

@@ -19,6 +19,19 @@ constexpr auto kReplyTimeout = std::chrono::seconds(2);
 
 }  // namespace
 
+std::optional<RendezvousAddress> rendezvous_address() {
+  using settings::Setting;
+  const bool host = settings::is_set(Setting::kGlooRendezvousAddr);
+  const bool port = settings::is_set(Setting::kGlooRendezvousPort);
+  if (!host && !port) return std::nullopt;
+  HVD_CHECK(host && port, InvalidArgument,
+            "HOROVODCPP_GLOO_RENDEZVOUS_ADDR and HOROVODCPP_GLOO_RENDEZVOUS_PORT must be set "
+            "together (only "
+                << (host ? "ADDR" : "PORT") << " is set)");
+  return RendezvousAddress{settings::read_string(Setting::kGlooRendezvousAddr),
+                           static_cast<int>(settings::read_int(Setting::kGlooRendezvousPort))};
+}
+
 std::unique_ptr<HvdrunLink> HvdrunLink::connect(int rank) {
   const std::string address = settings::read_string(settings::Setting::kHvdrunStore);
   if (address.empty()) return nullptr;

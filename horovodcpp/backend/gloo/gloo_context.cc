@@ -20,6 +20,7 @@
 #include "backend/gloo/gloo_store_adapter.h"
 #include "core/check.h"
 #include "core/elastic_worker.h"
+#include "core/hvdrun_link.h"
 #include "core/logging.h"
 #include "core/peer_failure.h"
 #include "settings/settings.h"
@@ -88,16 +89,8 @@ Topology topology_from_environment() {
 
 std::shared_ptr<Store> store_from_environment(const Topology& topology,
                                               std::chrono::milliseconds timeout) {
-  const bool address = settings::is_set(Setting::kGlooRendezvousAddr);
-  const bool port = settings::is_set(Setting::kGlooRendezvousPort);
-  if (address || port) {
-    HVD_CHECK(address && port, InvalidArgument,
-              "Gloo: HOROVODCPP_GLOO_RENDEZVOUS_ADDR and HOROVODCPP_GLOO_RENDEZVOUS_PORT must be "
-              "set together (only "
-                  << (address ? "ADDR" : "PORT") << " is set)");
-    const auto port_number = static_cast<int>(settings::read_int(Setting::kGlooRendezvousPort));
-    return std::make_shared<TcpStore>(settings::read_string(Setting::kGlooRendezvousAddr),
-                                      port_number, timeout);
+  if (const std::optional<RendezvousAddress> address = rendezvous_address()) {
+    return std::make_shared<TcpStore>(address->host, address->port, timeout);
   }
   if (settings::is_set(Setting::kGlooFileStore)) {
     const std::string directory = settings::read_string(Setting::kGlooFileStore);

@@ -26,8 +26,8 @@
 #include "backend/gloo/gloo_controller.h"
 #include "backend/shm/shm_controller.h"
 #include "backend/tcp/tcp_controller.h"
-#include "core/env.h"
 #include "core/transport.h"
+#include "settings/settings.h"
 
 namespace {
 
@@ -75,8 +75,8 @@ double time_bitwise_and(hvd::Controller& plane, hvd::Controller& transport, cons
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   try {
-    const std::string name =
-        hvd::env_setting("CPU_OPERATIONS").value_or(hvd::available_transports().front());
+    std::string name = hvd::settings::read_string(hvd::settings::Setting::kCpuOperations);
+    if (name.empty()) name = hvd::available_transports().front();
     hvd::Transport transport = hvd::create_transport(name);
     hvd::Controller& setup = *transport.controller;
     const hvd::Topology& topology = setup.topology();

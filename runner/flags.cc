@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "runner/text.h"
+#include "settings/settings.h"
 
 namespace hvdrun {
 
@@ -45,6 +46,8 @@ double parse_number(const std::string& what, const std::string& text) {
 namespace {
 
 using Values = std::vector<std::string>;
+using hvd::settings::Setting;
+using hvd::settings::variable;
 using Apply = std::function<void(Options&, const std::string&, const Values&)>;
 
 const char* const kLogLevels[] = {"trace", "debug", "info", "warning", "error", "fatal"};
@@ -88,30 +91,37 @@ Values split_shell_words(const std::string& what, const std::string& text) {
 }
 
 // ---- what a flag does --------------------------------------------------
+// A flag sets a setting of the table (horovodcpp/settings), by its
+// HOROVODCPP_ name; its help is the table's line.
 
-Apply set_to(std::string variable, std::string value) {
-  return [variable, value](Options& o, const std::string&, const Values&) {
-    o.rank_settings[variable] = value;
+// "HOROVODCPP_X: the table's doc".
+std::string about(Setting setting) {
+  return variable(setting) + ": " + hvd::settings::entry(setting).doc;
+}
+
+Apply set_to(Setting setting, std::string value) {
+  return [setting, value](Options& o, const std::string&, const Values&) {
+    o.rank_settings[variable(setting)] = value;
   };
 }
 
-Apply set_int(std::string variable, long long min) {
-  return [variable, min](Options& o, const std::string& shown, const Values& v) {
-    o.rank_settings[variable] = std::to_string(parse_int(shown, v[0], min, INT_MAX));
+Apply set_int(Setting setting, long long min) {
+  return [setting, min](Options& o, const std::string& shown, const Values& v) {
+    o.rank_settings[variable(setting)] = std::to_string(parse_int(shown, v[0], min, INT_MAX));
   };
 }
 
-Apply set_number(std::string variable) {
-  return [variable](Options& o, const std::string& shown, const Values& v) {
+Apply set_number(Setting setting) {
+  return [setting](Options& o, const std::string& shown, const Values& v) {
     parse_number(shown, v[0]);
-    o.rank_settings[variable] = trim(v[0]);
+    o.rank_settings[variable(setting)] = trim(v[0]);
   };
 }
 
-Apply set_file(std::string variable) {
-  return [variable](Options& o, const std::string& shown, const Values& v) {
+Apply set_file(Setting setting) {
+  return [setting](Options& o, const std::string& shown, const Values& v) {
     if (v[0].empty()) usage(shown + " expects a file name");
-    o.rank_settings[variable] = v[0];
+    o.rank_settings[variable(setting)] = v[0];
   };
 }
 
@@ -165,17 +175,17 @@ class TableBuilder {
     return add(std::move(spellings), arity, std::move(metavar), "not supported: " + reason,
                hvdrun::unsupported(reason));
   }
-  // Horovod's --x / --no-x: two switches setting `variable` to one value or
+  // Horovod's --x / --no-x: two switches setting `setting` to one value or
   // the other; config_key's true picks `on`, false picks `off`.
   struct Side {
     Values spellings;
     std::string value;
     std::string help;  // after "VARIABLE=value: "
   };
-  void switch_pair(const std::string& variable, const std::string& config_key, Side on, Side off) {
-    add_side(variable, config_key, "true", std::move(on));
+  void switch_pair(Setting setting, const std::string& config_key, Side on, Side off) {
+    add_side(setting, config_key, "true", std::move(on));
     const std::string dest = flags_.back().dest;
-    add_side(variable, config_key, "false", std::move(off));
+    add_side(setting, config_key, "false", std::move(off));
     flags_.back().dest = dest;
   }
   // Modifiers of the flag added last.
@@ -192,11 +202,10 @@ class TableBuilder {
   std::vector<Flag> take() { return std::move(flags_); }
 
  private:
-  void add_side(const std::string& variable, const std::string& config_key, const char* choice,
-                Side side) {
-    const std::string setting = variable + "=" + side.value;
+  void add_side(Setting setting, const std::string& config_key, const char* choice, Side side) {
+    const std::string assignment = variable(setting) + "=" + side.value;
     add(std::move(side.spellings), Arity::kSwitch, "",
-        side.help.empty() ? setting : setting + ": " + side.help, set_to(variable, side.value))
+        side.help.empty() ? assignment : assignment + ": " + side.help, set_to(setting, side.value))
         .config(config_key, choice);
   }
 
@@ -269,7 +278,9 @@ std::vector<Flag> build_table() {
   t.add({"--tcp"}, kSwitch, "",
         "NCCL_IB_DISABLE=1 on every rank: NCCL over TCP only (the CPU transports use TCP "
         "already)",
-        set_to("NCCL_IB_DISABLE", "1"));
+        [](Options& o, const std::string&, const Values&) {
+          o.rank_settings["NCCL_IB_DISABLE"] = "1";  // NCCL's own variable
+        });
 
   t.section("Remote hosts");
   t.add({"-p", "--ssh-port"}, kValue, "PORT", "ssh port",
@@ -313,22 +324,21 @@ std::vector<Flag> build_table() {
 
   t.section("Rank settings (each sets a variable on every rank)");
   t.add({"--fusion-threshold-mb"}, kValue, "MB",
-        "HOROVODCPP_FUSION_THRESHOLD = MB*1024*1024 bytes (0 disables fusion)",
+        variable(Setting::kFusionThreshold) + " = MB*1024*1024 bytes (0 disables fusion)",
         [](Options& o, const std::string& shown, const Values& v) {
           double bytes = std::llround(parse_number(shown, v[0]) * 1024.0 * 1024.0);
           if (bytes > 1e15) usage(shown + " is too large: " + v[0]);
-          o.rank_settings["HOROVODCPP_FUSION_THRESHOLD"] =
+          o.rank_settings[variable(Setting::kFusionThreshold)] =
               std::to_string(static_cast<long long>(bytes));
         })
       .config("params.fusion_threshold_mb");
-  t.add({"--cycle-time-ms"}, kValue, "MS", "HOROVODCPP_CYCLE_TIME (milliseconds)",
-        set_number("HOROVODCPP_CYCLE_TIME"))
+  t.add({"--cycle-time-ms"}, kValue, "MS", about(Setting::kCycleTime),
+        set_number(Setting::kCycleTime))
       .config("params.cycle_time_ms");
-  t.add({"--cache-capacity"}, kValue, "N",
-        "HOROVODCPP_CACHE_CAPACITY (response cache entries; 0 disables it)",
-        set_int("HOROVODCPP_CACHE_CAPACITY", 0))
+  t.add({"--cache-capacity"}, kValue, "N", about(Setting::kCacheCapacity),
+        set_int(Setting::kCacheCapacity, 0))
       .config("params.cache_capacity");
-  t.switch_pair("HOROVODCPP_HIERARCHICAL_ALLREDUCE", "params.hierarchical_allreduce",
+  t.switch_pair(Setting::kHierarchicalAllreduce, "params.hierarchical_allreduce",
                 {{"--hierarchical-allreduce"}, "1", ""},
                 {{"--no-hierarchical-allreduce"}, "0", ""});
   t.unsupported({"--hierarchical-allgather"}, kSwitch, "",
@@ -340,41 +350,37 @@ std::vector<Flag> build_table() {
       .dest("hierarchical-allgather")
       .config("params.hierarchical_allgather", "false");
   t.switch_pair(
-      "HOROVODCPP_AUTOTUNE", "autotune.enabled",
+      Setting::kAutotune, "autotune.enabled",
       {{"--autotune"}, "1", "rank 0 tunes the fusion threshold and cycle time (those not set)"},
       {{"--no-autotune"}, "0", ""});
-  t.add({"--autotune-log-file"}, kValue, "FILE", "HOROVODCPP_AUTOTUNE_LOG (CSV of the samples)",
-        set_file("HOROVODCPP_AUTOTUNE_LOG"))
+  t.add({"--autotune-log-file"}, kValue, "FILE", about(Setting::kAutotuneLog),
+        set_file(Setting::kAutotuneLog))
       .config("autotune.log_file");
-  t.add({"--autotune-warmup-samples"}, kValue, "N", "HOROVODCPP_AUTOTUNE_WARMUP_SAMPLES",
-        set_int("HOROVODCPP_AUTOTUNE_WARMUP_SAMPLES", 0))
+  t.add({"--autotune-warmup-samples"}, kValue, "N", about(Setting::kAutotuneWarmupSamples),
+        set_int(Setting::kAutotuneWarmupSamples, 0))
       .config("autotune.warmup_samples");
-  t.add({"--autotune-steps-per-sample"}, kValue, "N", "HOROVODCPP_AUTOTUNE_STEPS_PER_SAMPLE",
-        set_int("HOROVODCPP_AUTOTUNE_STEPS_PER_SAMPLE", 1))
+  t.add({"--autotune-steps-per-sample"}, kValue, "N", about(Setting::kAutotuneStepsPerSample),
+        set_int(Setting::kAutotuneStepsPerSample, 1))
       .config("autotune.steps_per_sample");
   t.add({"--autotune-bayes-opt-max-samples"}, kValue, "N",
-        "HOROVODCPP_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
-        set_int("HOROVODCPP_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", 1))
+        about(Setting::kAutotuneBayesOptMaxSamples),
+        set_int(Setting::kAutotuneBayesOptMaxSamples, 1))
       .config("autotune.bayes_opt_max_samples");
   t.unsupported({"--autotune-gaussian-process-noise"}, Arity::kValue, "X",
                 "horovodcpp's autotuner sweeps each parameter; it has no Gaussian process")
       .config("autotune.gaussian_process_noise");
-  t.add({"--timeline-filename"}, kValue, "FILE",
-        "HOROVODCPP_TIMELINE (rank 0's Chrome-trace file; DYNAMIC: none until "
-        "start_timeline())",
-        set_file("HOROVODCPP_TIMELINE"))
+  t.add({"--timeline-filename"}, kValue, "FILE", about(Setting::kTimeline),
+        set_file(Setting::kTimeline))
       .config("timeline.filename");
-  t.switch_pair("HOROVODCPP_TIMELINE_MARK_CYCLES", "timeline.mark_cycles",
+  t.switch_pair(Setting::kTimelineMarkCycles, "timeline.mark_cycles",
                 {{"--timeline-mark-cycles"}, "1", ""}, {{"--no-timeline-mark-cycles"}, "0", ""});
-  t.switch_pair("HOROVODCPP_STALL_CHECK_DISABLE", "stall_check.enabled",
-                {{"--stall-check"}, "0", ""},
+  t.switch_pair(Setting::kStallCheckDisable, "stall_check.enabled", {{"--stall-check"}, "0", ""},
                 {{"--no-stall-check"}, "1", "no stall warnings and no stall shutdown"});
-  t.add({"--stall-check-warning-time-seconds"}, kValue, "S", "HOROVODCPP_STALL_CHECK_TIME_SECONDS",
-        set_int("HOROVODCPP_STALL_CHECK_TIME_SECONDS", 0))
+  t.add({"--stall-check-warning-time-seconds"}, kValue, "S", about(Setting::kStallCheckTimeSeconds),
+        set_int(Setting::kStallCheckTimeSeconds, 0))
       .config("stall_check.warning_time_seconds");
   t.add({"--stall-check-shutdown-time-seconds"}, kValue, "S",
-        "HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS",
-        set_int("HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS", 0))
+        about(Setting::kStallShutdownTimeSeconds), set_int(Setting::kStallShutdownTimeSeconds, 0))
       .config("stall_check.shutdown_time_seconds");
   t.unsupported({"--mpi-threads-disable"}, kSwitch, "",
                 "horovodcpp calls MPI from its background thread, which needs "
@@ -396,20 +402,20 @@ std::vector<Flag> build_table() {
                 "horovodcpp does not pin its background thread (pin the whole rank with "
                 "numactl or taskset in the command)")
       .config("library_options.thread_affinity");
-  t.add({"--gloo-timeout-seconds"}, kValue, "S", "HOROVODCPP_GLOO_TIMEOUT_SECONDS",
-        set_int("HOROVODCPP_GLOO_TIMEOUT_SECONDS", 1))
+  t.add({"--gloo-timeout-seconds"}, kValue, "S", about(Setting::kGlooTimeoutSeconds),
+        set_int(Setting::kGlooTimeoutSeconds, 1))
       .config("library_options.gloo_timeout_seconds");
   t.add({"--peer-timeout"}, kValue, "S",
-        "HOROVODCPP_PEER_TIMEOUT_SECONDS: how long a rank waits inside a collective for a "
-        "peer that does not answer before every rank fails, naming it (default 30). A rank "
-        "frozen longer (suspended, in a debugger) or one collective slower than this fails the "
-        "job; a rank busy in its own code (a checkpoint) is bounded by the stall shutdown instead",
+        about(Setting::kPeerTimeoutSeconds) +
+            " (default 30). A rank frozen longer (suspended, in a debugger) or one collective "
+            "slower than this fails the job; a rank busy in its own code (a checkpoint) is "
+            "bounded by the stall shutdown instead",
         [](Options& o, const std::string& shown, const Values& v) {
           if (parse_number(shown, v[0]) <= 0) usage(shown + " must be positive, got " + trim(v[0]));
-          o.rank_settings["HOROVODCPP_PEER_TIMEOUT_SECONDS"] = trim(v[0]);
+          o.rank_settings[variable(Setting::kPeerTimeoutSeconds)] = trim(v[0]);
         });
   t.add({"--log-level"}, kValue, "LEVEL",
-        "HOROVODCPP_LOG_LEVEL: trace, debug, info, warning, error or fatal (any case)",
+        variable(Setting::kLogLevel) + ": trace, debug, info, warning, error or fatal (any case)",
         [](Options& o, const std::string& shown, const Values& v) {
           std::string level = lower(trim(v[0]));
           if (std::find(std::begin(kLogLevels), std::end(kLogLevels), level) ==
@@ -417,11 +423,11 @@ std::vector<Flag> build_table() {
             usage(shown + " must be one of trace, debug, info, warning, error, fatal; got '" +
                   v[0] + "'");
           }
-          o.rank_settings["HOROVODCPP_LOG_LEVEL"] = level;
+          o.rank_settings[variable(Setting::kLogLevel)] = level;
         })
       .config("logging.level");
   t.switch_pair(
-      "HOROVODCPP_LOG_HIDE_TIME", "logging.with_timestamp",
+      Setting::kLogHideTime, "logging.with_timestamp",
       {{"--log-with-timestamp", "--no-log-hide-timestamp"}, "0", "log lines carry the local time"},
       {{"--log-without-timestamp", "--log-hide-timestamp"}, "1", "the default here"});
 

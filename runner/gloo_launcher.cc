@@ -14,6 +14,8 @@
 #include <climits>
 #include <sstream>
 
+#include "settings/settings.h"
+
 namespace hvdrun {
 namespace {
 
@@ -105,27 +107,29 @@ std::vector<ChildSpec> gloo_children(const Options& options,
     // Later entries win: the job's own values over anything forwarded.
     std::map<std::string, std::string> env = forwarded;
     for (const auto& [key, value] : options.rank_settings) env[key] = value;
-    const std::pair<const char*, std::string> placement[] = {
-        {"RANK", std::to_string(p.rank)},
-        {"SIZE", size},
-        {"LOCAL_RANK", std::to_string(p.local_rank)},
-        {"LOCAL_SIZE", std::to_string(p.local_size)},
-        {"CROSS_RANK", std::to_string(p.cross_rank)},
-        {"CROSS_SIZE", std::to_string(p.cross_size)},
-        {"HOSTNAME", p.host}};
+    using hvd::settings::Setting;
+    using hvd::settings::variable;
+    const std::pair<Setting, std::string> placement[] = {
+        {Setting::kRank, std::to_string(p.rank)},
+        {Setting::kSize, size},
+        {Setting::kLocalRank, std::to_string(p.local_rank)},
+        {Setting::kLocalSize, std::to_string(p.local_size)},
+        {Setting::kCrossRank, std::to_string(p.cross_rank)},
+        {Setting::kCrossSize, std::to_string(p.cross_size)},
+        {Setting::kHostname, p.host}};
     // Horovod's names too: scripts shard their data with them before init().
-    for (const auto& [name, value] : placement) {
-      env[std::string("HOROVODCPP_") + name] = value;
-      env[std::string("HOROVOD_") + name] = value;
+    for (const auto& [setting, value] : placement) {
+      env[variable(setting)] = value;
+      env[hvd::settings::horovod_variable(setting)] = value;
     }
-    env["HOROVODCPP_CPU_OPERATIONS"] = "gloo";
-    env["HOROVODCPP_GLOO_RENDEZVOUS_ADDR"] = rendezvous.host;
-    env["HOROVODCPP_GLOO_RENDEZVOUS_PORT"] = std::to_string(rendezvous.port);
+    env[variable(Setting::kCpuOperations)] = "gloo";
+    env[variable(Setting::kGlooRendezvousAddr)] = rendezvous.host;
+    env[variable(Setting::kGlooRendezvousPort)] = std::to_string(rendezvous.port);
     // The same store takes the ranks' reports (horovodcpp/core/hvdrun_link.h).
-    env["HOROVODCPP_HVDRUN_STORE"] = rendezvous.host + ":" + std::to_string(rendezvous.port);
+    env[variable(Setting::kHvdrunStore)] = rendezvous.host + ":" + std::to_string(rendezvous.port);
     if (!options.network_interfaces.empty()) {
       // Gloo uses one interface; NCCL may use them all (as horovodrun does).
-      env["HOROVODCPP_GLOO_IFACE"] = options.network_interfaces.front();
+      env[variable(Setting::kGlooIface)] = options.network_interfaces.front();
       std::string all;
       for (const std::string& name : options.network_interfaces) {
         all += (all.empty() ? "" : ",") + name;

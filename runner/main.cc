@@ -32,6 +32,8 @@
 #include "runner/process_group.h"
 #include "runner/rank_reports.h"
 #include "runner/remote_commands.h"
+#include "settings/settings.h"
+#include "settings/settings_doc.h"
 #include "store/tcp_store.h"
 #include "store/tcp_store_server.h"
 
@@ -373,13 +375,14 @@ int run_gloo_elastic(const Options& options, const std::map<std::string, std::st
   char cwd[4096] = {};
   if (getcwd(cwd, sizeof cwd) == nullptr) throw LaunchError{"getcwd() failed"};
   std::map<std::string, std::string> forwarded = forwarded_environment(env);
-  forwarded["HOROVODCPP_ELASTIC_ROUND_TIMEOUT"] =
+  forwarded[hvd::settings::variable(hvd::settings::Setting::kElasticRoundTimeout)] =
       std::to_string(elastic.timeout_seconds + kWorkerWaitMarginSeconds);
   forwarded["HOROVOD_ELASTIC"] = "1";  // as horovodrun's elastic workers have
   auto worker_spec = [&](long long worker, const std::vector<RankPlacement>& places,
                          std::size_t rank) {
     std::map<std::string, std::string> worker_env = forwarded;
-    worker_env["HOROVODCPP_ELASTIC_WORKER"] = std::to_string(worker);
+    worker_env[hvd::settings::variable(hvd::settings::Setting::kElasticWorker)] =
+        std::to_string(worker);
     const RankPlacement& place = places[rank];
     ChildSpec child = gloo_children(options, places, rendezvous, worker_env, cwd)[rank];
     // Output is labelled by worker: ranks change from round to round.
@@ -437,7 +440,7 @@ int run_mpi(Options options, const std::vector<Host>& hosts, int num_proc,
   }
   std::unique_ptr<hvd::TcpStoreServer> server = start_store(remote_hosts);
   try {
-    options.rank_settings["HOROVODCPP_HVDRUN_STORE"] =
+    options.rank_settings[hvd::settings::variable(hvd::settings::Setting::kHvdrunStore)] =
         rendezvous_host(options, remote_hosts) + ":" + std::to_string(server->port());
   } catch (const LaunchError& e) {
     std::cerr << "hvdrun: warning: the ranks cannot report failures (" << e.message
@@ -471,6 +474,11 @@ int run_mpi(Options options, const std::vector<Host>& hosts, int num_proc,
 }
 
 int run(const std::vector<std::string>& args) {
+  // docs/settings.md's table (a maintainer's command, not a horovodrun flag).
+  if (args == std::vector<std::string>{"--settings-markdown"}) {
+    std::cout << hvd::settings::markdown();
+    return 0;
+  }
   std::map<std::string, std::string> env = current_environment();
   Options options = parse_options(args, env);
   if (options.help) {

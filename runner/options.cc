@@ -6,14 +6,17 @@
 #include "runner/config_file.h"
 #include "runner/flags.h"
 #include "runner/text.h"
+#include "settings/settings.h"
 
 namespace hvdrun {
 namespace {
 
+using hvd::settings::Setting;
+
 // Defaults from hvdrun's environment for what no flag gave.
 void apply_environment(Options& options, const std::set<std::string>& given,
                        const std::map<std::string, std::string>& env) {
-  auto value_of = [&](const char* name) {
+  auto value_of = [&](const std::string& name) {
     auto it = env.find(name);
     return it == env.end() ? std::string() : it->second;
   };
@@ -24,21 +27,22 @@ void apply_environment(Options& options, const std::set<std::string>& given,
     }
     options.remote_shell = shell;
   }
-  if (!given.count("elastic-timeout")) {
-    for (const char* name : {"HOROVODCPP_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT"}) {
-      std::string seconds = value_of(name);
-      if (seconds.empty()) continue;
-      options.elastic.timeout_seconds = parse_int(name, seconds, 1, INT_MAX);
-      break;
+  // The table's HOROVODCPP_ name, else Horovod's; usage errors as for the flags.
+  auto seconds_setting = [&](Setting setting, int& seconds) {
+    for (const std::string& name :
+         {hvd::settings::variable(setting), hvd::settings::horovod_variable(setting)}) {
+      const std::string text = value_of(name);
+      if (text.empty()) continue;
+      seconds =
+          parse_int(name, text, static_cast<long long>(hvd::settings::entry(setting).min), INT_MAX);
+      return;
     }
+  };
+  if (!given.count("elastic-timeout")) {
+    seconds_setting(Setting::kElasticTimeout, options.elastic.timeout_seconds);
   }
   if (!given.count("start-timeout")) {
-    for (const char* name : {"HOROVODCPP_START_TIMEOUT", "HOROVOD_START_TIMEOUT"}) {
-      std::string seconds = value_of(name);
-      if (seconds.empty()) continue;
-      options.start_timeout_seconds = parse_int(name, seconds, 1, INT_MAX);
-      break;
-    }
+    seconds_setting(Setting::kStartTimeout, options.start_timeout_seconds);
   }
 }
 

@@ -1,39 +1,32 @@
 #include "core/autotuner.h"
 
 #include <algorithm>
-#include <climits>
 #include <exception>
 #include <iomanip>
 
 #include "core/check.h"
-#include "core/env.h"
 #include "core/logging.h"
+#include "settings/settings.h"
 
 namespace hvd {
 namespace {
-
-int int_setting(const std::string& name, long long default_value, long long min) {
-  const long long value = env_int(name, default_value);
-  HVD_CHECK(value >= min && value <= INT_MAX, InvalidArgument,
-            "HOROVODCPP_" << name << " must be between " << min << " and " << INT_MAX << ", got "
-                          << value);
-  return static_cast<int>(value);
-}
 
 double milliseconds(std::chrono::microseconds t) { return t.count() / 1000.0; }
 
 }  // namespace
 
 AutotuneSettings autotune_settings_from_environment() {
+  using settings::Setting;
   AutotuneSettings s;
-  s.enabled = env_int("AUTOTUNE", 0) != 0;
-  s.log_path = env_setting("AUTOTUNE_LOG").value_or("");
-  s.warmup_samples = int_setting("AUTOTUNE_WARMUP_SAMPLES", s.warmup_samples, 0);
-  s.cycles_per_sample = int_setting("AUTOTUNE_STEPS_PER_SAMPLE", s.cycles_per_sample, 1);
-  s.max_trial_samples = int_setting("AUTOTUNE_BAYES_OPT_MAX_SAMPLES", s.max_trial_samples, 1);
+  s.enabled = settings::read_bool(Setting::kAutotune);
+  s.log_path = settings::read_string(Setting::kAutotuneLog);
+  // The table bounds them to [0 or 1, INT_MAX].
+  s.warmup_samples = static_cast<int>(settings::read_int(Setting::kAutotuneWarmupSamples));
+  s.cycles_per_sample = static_cast<int>(settings::read_int(Setting::kAutotuneStepsPerSample));
+  s.max_trial_samples = static_cast<int>(settings::read_int(Setting::kAutotuneBayesOptMaxSamples));
   // Horovod's rule: a value the user chose is kept, only the others are tuned.
-  s.fusion_threshold_fixed = env_setting("FUSION_THRESHOLD").has_value();
-  s.cycle_time_fixed = env_setting("CYCLE_TIME").has_value();
+  s.fusion_threshold_fixed = settings::is_set(Setting::kFusionThreshold);
+  s.cycle_time_fixed = settings::is_set(Setting::kCycleTime);
   return s;
 }
 

@@ -7,15 +7,11 @@
 #include <optional>
 
 #include "core/check.h"
-#include "core/env.h"
 #include "core/fusion_plan.h"
 #include "core/reduction.h"
 
 namespace hvd {
 namespace {
-
-// Default fusion buffer size; see docs/performance.md (Tensor fusion) for the measurement.
-constexpr long long kDefaultFusionThreshold = 64LL * 1024 * 1024;
 
 bool is_half(DataType dtype) {
   return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
@@ -46,14 +42,14 @@ std::string fusion_key(const Request& r, const Response& response) {
 }  // namespace
 
 CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topology,
-                                       Timeline* timeline, DeviceOperations* device)
+                                       Timeline* timeline, DeviceOperations* device,
+                                       std::size_t fusion_threshold)
     : backend_(backend),
       adasum_(backend, topology.rank, topology.size),
       device_(device),
       timeline_(timeline),
       topology_(topology),
-      fusion_threshold_(static_cast<std::size_t>(
-          std::max<long long>(0, env_int("FUSION_THRESHOLD", kDefaultFusionThreshold)))) {}
+      fusion_threshold_(fusion_threshold) {}
 
 std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& responses,
                                             TensorQueue& queue) {

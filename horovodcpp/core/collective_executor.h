@@ -17,12 +17,12 @@ namespace hvd {
 
 class CollectiveExecutor {
  public:
-  // Reads HOROVODCPP_FUSION_THRESHOLD (bytes; 0 disables fusion).
+  // `fusion_threshold`: bytes of the fusion buffer (0 disables fusion).
   // `timeline` (may be null) receives each tensor's execution phases.
   // `device` (may be null: CUDA tensors are refused) runs CUDA tensors'
   // collectives, or stages them for `backend`; they complete asynchronously.
-  CollectiveExecutor(Backend& backend, const Topology& topology, Timeline* timeline = nullptr,
-                     DeviceOperations* device = nullptr);
+  CollectiveExecutor(Backend& backend, const Topology& topology, Timeline* timeline,
+                     DeviceOperations* device, std::size_t fusion_threshold);
 
   // Runs one cycle's agreed responses in order, taking their entries from
   // `queue`; allreduces that can share the fusion buffer run as one.

@@ -7,27 +7,11 @@
 #include <sstream>
 
 #include "core/check.h"
-#include "core/env.h"
 #include "core/logging.h"
+#include "settings/settings.h"
 
 namespace hvd {
 namespace {
-
-// How long an idle coordinator polls for a submission before it sleeps.
-// Default 0: on 2 cores polling takes the core the submitting thread needs
-// (docs/internals.md, "Latency and waiting"); with spare cores a few tens of microseconds help.
-std::chrono::microseconds read_idle_spin() {
-  const long long us = env_int("IDLE_SPIN_MICROSECONDS", 0);
-  HVD_CHECK(us >= 0, InvalidArgument,
-            "HOROVODCPP_IDLE_SPIN_MICROSECONDS must be >= 0, got " << us);
-  return std::chrono::microseconds(us);
-}
-
-std::chrono::microseconds read_cycle_time() {
-  double ms = env_double("CYCLE_TIME", 1.0);
-  HVD_CHECK(ms >= 0, InvalidArgument, "HOROVODCPP_CYCLE_TIME must be >= 0, got " << ms);
-  return std::chrono::microseconds(static_cast<long long>(ms * 1000));
-}
 
 // A cache hit that waits this long for other ranks is renegotiated through
 // rank 0, where the stall inspector reports it (and can shut down on it).
@@ -48,25 +32,41 @@ std::string shutdown_message(const std::vector<std::int32_t>& ranks) {
 
 }  // namespace
 
+CoordinatorSettings CoordinatorSettings::read() {
+  using settings::Setting;
+  CoordinatorSettings s;
+  s.cycle_time = std::chrono::microseconds(
+      static_cast<long long>(settings::read_milliseconds(Setting::kCycleTime) * 1000));
+  // Default 0: on 2 cores polling takes the core the submitting thread needs
+  // (docs/internals.md, "Latency and waiting").
+  s.idle_spin = std::chrono::microseconds(settings::read_int(Setting::kIdleSpinMicroseconds));
+  s.fusion_threshold = static_cast<std::size_t>(settings::read_int(Setting::kFusionThreshold));
+  s.cache_capacity = ResponseCache::capacity_from_env();
+  s.stall = StallSettings::from_env();
+  // Read on every rank, so that bad values fail everywhere alike.
+  s.autotune = autotune_settings_from_environment();
+  return s;
+}
+
 Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
-                         Timeline* timeline, bool global_set, DeviceOperations* device,
-                         HvdrunLink* hvdrun)
+                         const CoordinatorSettings& settings, Timeline* timeline, bool global_set,
+                         DeviceOperations* device, HvdrunLink* hvdrun)
     : controller_(controller),
       queue_(queue),
       timeline_(timeline),
       hvdrun_(hvdrun),
-      executor_(backend, controller.topology(), timeline, device),
+      executor_(backend, controller.topology(), timeline, device, settings.fusion_threshold),
       table_(controller.topology().size),
-      cycle_time_(read_cycle_time()),
-      idle_spin_(read_idle_spin()) {
-  if (const std::size_t capacity = ResponseCache::capacity_from_env(); capacity > 0) {
-    cache_ = std::make_unique<CacheNegotiation>(capacity, hit_stall_time(stall_inspector_));
+      stall_inspector_(settings.stall),
+      cycle_time_(settings.cycle_time),
+      idle_spin_(settings.idle_spin) {
+  if (settings.cache_capacity > 0) {
+    cache_ = std::make_unique<CacheNegotiation>(settings.cache_capacity,
+                                                hit_stall_time(stall_inspector_));
   }
-  // Read on every rank, so that bad values fail everywhere alike.
-  const AutotuneSettings tuning = autotune_settings_from_environment();
-  if (global_set && controller.topology().rank == 0 && tuning.enabled) {
+  if (global_set && controller.topology().rank == 0 && settings.autotune.enabled) {
     autotuner_ = std::make_unique<Autotuner>(
-        tuning, TunedParams{executor_.fusion_threshold(), cycle_time_});
+        settings.autotune, TunedParams{executor_.fusion_threshold(), cycle_time_});
   }
 }
 

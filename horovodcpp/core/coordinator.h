@@ -23,17 +23,31 @@
 
 namespace hvd {
 
+// What a coordinator is configured with: read from the settings once per
+// init by the Runtime (read()) and given to every process set's coordinator.
+struct CoordinatorSettings {
+  std::chrono::microseconds cycle_time{};  // CYCLE_TIME: the longest an idle cycle waits
+  std::chrono::microseconds idle_spin{};   // IDLE_SPIN_MICROSECONDS: polling before sleeping
+  std::size_t fusion_threshold = 0;        // FUSION_THRESHOLD: bytes; 0 disables fusion
+  std::size_t cache_capacity = 0;          // CACHE_CAPACITY: response cache entries; 0: none
+  StallSettings stall;
+  AutotuneSettings autotune;
+
+  // InvalidArgument on a malformed or out-of-range value.
+  static CoordinatorSettings read();
+};
+
 class Coordinator {
  public:
-  // Reads HOROVODCPP_CYCLE_TIME (milliseconds between cycles, default 1)
-  // and the autotune settings (rank 0 tunes; see autotuner.h).
+  // Rank 0 of the global set autotunes if `settings.autotune` says so.
   // `timeline` (rank 0; may be null) receives the trace events.
   // Only the global set's coordinator autotunes (`global_set`): one tuner
   // and one log per job. `device` (may be null) runs CUDA tensors' collectives.
   // `hvdrun` (may be null) hears of the error that stops this coordinator.
   Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
-              Timeline* timeline = nullptr, bool global_set = true,
-              DeviceOperations* device = nullptr, HvdrunLink* hvdrun = nullptr);
+              const CoordinatorSettings& settings, Timeline* timeline = nullptr,
+              bool global_set = true, DeviceOperations* device = nullptr,
+              HvdrunLink* hvdrun = nullptr);
   ~Coordinator();  // stop() + join
 
   void start();

@@ -1,9 +1,9 @@
 // The one place that knows which device operations this build has.
 #include "core/device_operations.h"
-#include "core/env.h"
 #include "core/gpu_operations.h"
 #include "core/logging.h"
 #include "core/transport.h"
+#include "settings/settings.h"
 
 #if HVD_HAVE_NCCL
 #include "backend/nccl/nccl_operations.h"
@@ -42,16 +42,18 @@ std::unique_ptr<DeviceOperations> create_device_operations(Controller& controlle
   built.insert(built.begin(), "nccl");
 #endif
   const std::string chosen = gpu_operations_from_env(built, cpu_transport);
+#if HVD_HAVE_CUDA
+  const bool hierarchical = settings::read_bool(settings::Setting::kHierarchicalAllreduce);
+#endif
 #if HVD_HAVE_NCCL
   if (chosen == "nccl") {
     return std::make_unique<NcclOperations>(
-        controller, maybe_hierarchical_allreduce(controller, channel), timeline);
+        controller, maybe_hierarchical_allreduce(controller, channel, hierarchical), timeline);
   }
 #endif
 #if HVD_HAVE_CUDA
   // Once per job (the global set has the channel), as the NCCL path warns.
-  const std::string warning =
-      staged_hierarchical_warning(chosen, env_int("HIERARCHICAL_ALLREDUCE", 0) != 0);
+  const std::string warning = staged_hierarchical_warning(chosen, hierarchical);
   if (!warning.empty() && channel != nullptr && controller.topology().rank == 0) {
     HVD_LOG(Warning) << warning;
   }

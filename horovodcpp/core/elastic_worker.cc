@@ -4,8 +4,9 @@
 #include <thread>
 
 #include "core/check.h"
-#include "core/env.h"
+#include "core/hvdrun_link.h"
 #include "horovodcpp/elastic.h"
+#include "settings/settings.h"
 #include "store/elastic_round.h"
 #include "store/tcp_store.h"
 
@@ -26,22 +27,19 @@ std::chrono::milliseconds left_until(Clock::time_point deadline) {
 
 ElasticWorker* ElasticWorker::get() {
   static ElasticWorker* const worker = [] {
-    return env_setting("ELASTIC_WORKER") ? new ElasticWorker() : nullptr;
+    return settings::is_set(settings::Setting::kElasticWorker) ? new ElasticWorker() : nullptr;
   }();
   return worker;
 }
 
 ElasticWorker::ElasticWorker() {
-  id_ = env_int("ELASTIC_WORKER", 0);
-  const double seconds = env_double("ELASTIC_ROUND_TIMEOUT", 630);
-  HVD_CHECK(seconds > 0 && seconds < 1e7, InvalidArgument,
-            "HOROVODCPP_ELASTIC_ROUND_TIMEOUT=" << seconds << " must be positive");
-  timeout_ = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-  const auto address = env_setting("GLOO_RENDEZVOUS_ADDR");
-  const long long port = env_int("GLOO_RENDEZVOUS_PORT", 0);
-  HVD_CHECK(address && port > 0 && port < 65536, InvalidArgument,
+  using settings::Setting;
+  id_ = settings::read_int(Setting::kElasticWorker);
+  timeout_ = settings::timeout_of(settings::read_seconds(Setting::kElasticRoundTimeout));
+  const std::optional<RendezvousAddress> address = rendezvous_address();
+  HVD_CHECK(address && !address->host.empty(), InvalidArgument,
             "an elastic worker needs hvdrun's store: HOROVODCPP_GLOO_RENDEZVOUS_ADDR and _PORT");
-  store_ = std::make_shared<TcpStore>(*address, static_cast<int>(port), timeout_);
+  store_ = std::make_shared<TcpStore>(address->host, address->port, timeout_);
 }
 
 ElasticWorker::Place ElasticWorker::next_round(Clock::time_point deadline) {

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "core/check.h"
-#include "core/env.h"
+#include "settings/settings.h"
 
 namespace hvd {
 namespace {
@@ -40,7 +40,8 @@ std::string choose_gpu_operations(const std::optional<std::string>& setting,
 
 std::string gpu_operations_from_env(const std::vector<std::string>& built,
                                     const std::string& cpu_transport) {
-  return choose_gpu_operations(env_setting("GPU_OPERATIONS"), built, cpu_transport);
+  return choose_gpu_operations(settings::read_text(settings::Setting::kGpuOperations), built,
+                               cpu_transport);
 }
 
 std::string staged_hierarchical_warning(const std::string& chosen, bool hierarchical) {

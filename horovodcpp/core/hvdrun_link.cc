@@ -5,9 +5,9 @@
 #include <chrono>
 
 #include "core/check.h"
-#include "core/env.h"
 #include "core/logging.h"
 #include "core/peer_failure.h"
+#include "settings/settings.h"
 #include "store/tcp_store.h"
 
 namespace hvd {
@@ -19,21 +19,34 @@ constexpr auto kReplyTimeout = std::chrono::seconds(2);
 
 }  // namespace
 
+std::optional<RendezvousAddress> rendezvous_address() {
+  using settings::Setting;
+  const bool host = settings::is_set(Setting::kGlooRendezvousAddr);
+  const bool port = settings::is_set(Setting::kGlooRendezvousPort);
+  if (!host && !port) return std::nullopt;
+  HVD_CHECK(host && port, InvalidArgument,
+            "HOROVODCPP_GLOO_RENDEZVOUS_ADDR and HOROVODCPP_GLOO_RENDEZVOUS_PORT must be set "
+            "together (only "
+                << (host ? "ADDR" : "PORT") << " is set)");
+  return RendezvousAddress{settings::read_string(Setting::kGlooRendezvousAddr),
+                           static_cast<int>(settings::read_int(Setting::kGlooRendezvousPort))};
+}
+
 std::unique_ptr<HvdrunLink> HvdrunLink::connect(int rank) {
-  const auto address = env_setting("HVDRUN_STORE");
-  if (!address || address->empty()) return nullptr;
-  const std::size_t colon = address->rfind(':');
+  const std::string address = settings::read_string(settings::Setting::kHvdrunStore);
+  if (address.empty()) return nullptr;
+  const std::size_t colon = address.rfind(':');
   try {
     HVD_CHECK(colon != std::string::npos && colon > 0, InvalidArgument,
-              "HOROVODCPP_HVDRUN_STORE='" << *address << "' is not host:port");
-    const int port = std::stoi(address->substr(colon + 1));
-    auto store = std::make_unique<TcpStore>(address->substr(0, colon), port,
+              "HOROVODCPP_HVDRUN_STORE='" << address << "' is not host:port");
+    const int port = std::stoi(address.substr(colon + 1));
+    auto store = std::make_unique<TcpStore>(address.substr(0, colon), port,
                                             std::chrono::milliseconds(kConnectTimeout));
     store->set_io_timeout(kReplyTimeout);
     store->set("hvdrun/pid/" + std::to_string(rank), std::to_string(::getpid()));
     return std::unique_ptr<HvdrunLink>(new HvdrunLink(std::move(store), rank));
   } catch (const std::exception& e) {
-    HVD_LOG(Warning) << "cannot reach hvdrun at HOROVODCPP_HVDRUN_STORE=" << *address
+    HVD_LOG(Warning) << "cannot reach hvdrun at HOROVODCPP_HVDRUN_STORE=" << address
                      << " (failures will not end the job early): " << e.what();
     return nullptr;
   }

@@ -15,12 +15,23 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace hvd {
 
 class Store;
+
+// Where hvdrun's rendezvous store is (HOROVODCPP_GLOO_RENDEZVOUS_ADDR and
+// _PORT, set for Gloo mode's ranks and elastic workers; the same store takes
+// the reports below). nullopt when neither is set, InvalidArgument when only
+// one is.
+struct RendezvousAddress {
+  std::string host;
+  int port = 0;
+};
+std::optional<RendezvousAddress> rendezvous_address();
 
 class HvdrunLink {
  public:

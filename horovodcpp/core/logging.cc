@@ -7,7 +7,8 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "core/env.h"
+#include "horovodcpp/errors.h"
+#include "settings/settings.h"
 
 namespace hvd {
 namespace {
@@ -25,11 +26,16 @@ const char* level_name(LogLevel level) {
   return "?";
 }
 
-// As Horovod's HOROVOD_LOG_HIDE_TIME, but hidden when unset: a number > 0 hides.
+// As Horovod's HOROVOD_LOG_HIDE_TIME, but hidden when unset. Logging cannot
+// fail: a malformed value is reported and the default kept.
 bool show_time() {
   static const bool show = [] {
-    const auto hide = env_setting("LOG_HIDE_TIME");
-    return hide && std::strtol(hide->c_str(), nullptr, 10) <= 0;
+    try {
+      return !settings::read_bool(settings::Setting::kLogHideTime);
+    } catch (const InvalidArgument& e) {
+      std::fprintf(stderr, "[horovodcpp] WARNING: %s; hiding the time\n", e.what());
+      return false;
+    }
   }();
   return show;
 }
@@ -51,7 +57,7 @@ std::optional<LogLevel> parse_log_level(const std::string& text) {
 LogLevel log_level() {
   // Read once: logging sits on hot paths.
   static const LogLevel level = [] {
-    const auto text = env_setting("LOG_LEVEL");
+    const auto text = settings::read_text(settings::Setting::kLogLevel);
     if (!text) return LogLevel::kWarning;
     if (const auto parsed = parse_log_level(*text)) return *parsed;
     // Horovod takes an unknown level as warning; so do we, but say so.

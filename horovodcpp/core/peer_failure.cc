@@ -7,25 +7,10 @@
 #include <sstream>
 
 #include "core/check.h"
-#include "core/env.h"
 
 namespace hvd {
-namespace {
-
-std::chrono::milliseconds seconds_setting(const char* name, double default_seconds) {
-  const double seconds = env_double(name, default_seconds);
-  HVD_CHECK(seconds > 0 && seconds < 1e7, InvalidArgument,
-            "HOROVODCPP_" << name << "=" << seconds << " must be a positive number of seconds");
-  return std::max(std::chrono::milliseconds(static_cast<long long>(seconds * 1000 + 0.5)),
-                  std::chrono::milliseconds(1));
-}
-
-}  // namespace
-
-std::chrono::milliseconds peer_timeout(const char* override_name) {
-  const std::chrono::milliseconds general = seconds_setting("PEER_TIMEOUT_SECONDS", 30);
-  if (override_name == nullptr || !env_setting(override_name)) return general;
-  return seconds_setting(override_name, 30);
+std::chrono::milliseconds peer_timeout(settings::Setting setting) {
+  return settings::timeout_of(settings::read_seconds(setting));
 }
 
 std::chrono::milliseconds roll_call_window(std::chrono::milliseconds timeout) {

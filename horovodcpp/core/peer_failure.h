@@ -14,15 +14,16 @@
 #include <vector>
 
 #include "horovodcpp/errors.h"
+#include "settings/settings.h"
 
 namespace hvd {
 
 // HOROVODCPP_PEER_TIMEOUT_SECONDS (hvdrun --peer-timeout), default 30: how
 // long a rank waits inside a collective for a peer that makes no progress.
-// `override_name` (e.g. "GLOO_TIMEOUT_SECONDS", Horovod's setting for Gloo)
-// is a per-transport setting that wins when set. InvalidArgument unless
-// positive.
-std::chrono::milliseconds peer_timeout(const char* override_name = nullptr);
+// `setting` may name a per-transport timeout (kGlooTimeoutSeconds,
+// kShmTimeoutSeconds) that falls back on it. InvalidArgument unless positive.
+std::chrono::milliseconds peer_timeout(
+    settings::Setting setting = settings::Setting::kPeerTimeoutSeconds);
 
 // How long a rank that gave up listens for the other ranks' notices: long
 // enough for every survivor to give up too (they all wait on the same

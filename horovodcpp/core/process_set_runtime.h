@@ -23,13 +23,14 @@ namespace hvd {
 
 class ProcessSetRuntime {
  public:
-  // Starts the set's coordinator. `timeline` (may be null) receives its
+  // Starts the set's coordinator, configured by `settings`. `timeline` (may be null) receives its
   // trace events: only the global set's, on rank 0, is given one.
   // `channel`: the job's process-set channel, for the global set only
   // (its device operations may build sub-transports at construction).
   // `hvdrun` (may be null): told when the coordinator stops on an error.
-  ProcessSetRuntime(ProcessSet set, Transport transport, Timeline* timeline,
-                    ProcessSetChannel* channel = nullptr, HvdrunLink* hvdrun = nullptr);
+  ProcessSetRuntime(ProcessSet set, Transport transport, const CoordinatorSettings& settings,
+                    Timeline* timeline, ProcessSetChannel* channel = nullptr,
+                    HvdrunLink* hvdrun = nullptr);
   // stop(), then frees the transport.
   ~ProcessSetRuntime();
 

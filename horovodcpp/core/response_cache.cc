@@ -3,15 +3,12 @@
 #include <algorithm>
 
 #include "core/check.h"
-#include "core/env.h"
+#include "settings/settings.h"
 
 namespace hvd {
 
 std::size_t ResponseCache::capacity_from_env() {
-  const long long capacity = env_int("CACHE_CAPACITY", 1024);
-  HVD_CHECK(capacity >= 0, InvalidArgument,
-            "HOROVODCPP_CACHE_CAPACITY must be >= 0, got " << capacity);
-  return static_cast<std::size_t>(capacity);
+  return static_cast<std::size_t>(settings::read_int(settings::Setting::kCacheCapacity));
 }
 
 bool same_request(const Request& a, const Request& b) {

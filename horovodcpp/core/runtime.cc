@@ -4,30 +4,19 @@
 
 #include "core/check.h"
 #include "core/elastic_worker.h"
-#include "core/env.h"
 #include "core/logging.h"
 #include "core/process_set_rules.h"
+#include "settings/settings.h"
 
 namespace hvd {
 namespace {
 
-std::string chosen_transport() {
-  auto name = env_setting("CPU_OPERATIONS");
-  if (!name) name = env_setting("CONTROLLER");
-  if (name) {
-    for (char& c : *name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return *name;
-  }
-  return available_transports().front();
-}
+using settings::Setting;
 
-// How long add/remove_process_set wait for every rank to make the same call.
-std::chrono::milliseconds read_process_set_timeout() {
-  const double seconds = env_double("PROCESS_SET_TIMEOUT_SECONDS", 60);
-  HVD_CHECK(seconds > 0 && seconds < 1e7, InvalidArgument,
-            "HOROVODCPP_PROCESS_SET_TIMEOUT_SECONDS=" << seconds << " must be positive");
-  return std::max(std::chrono::milliseconds(static_cast<long long>(seconds * 1000 + 0.5)),
-                  std::chrono::milliseconds(1));
+std::string chosen_transport() {
+  std::string name = settings::read_string(Setting::kCpuOperations);
+  if (name.empty()) name = settings::read_string(Setting::kController);
+  return name.empty() ? available_transports().front() : name;
 }
 
 // Whether every rank has the same local_size: rank 0 gathers them and
@@ -49,7 +38,11 @@ std::string set_str(const ProcessSet& set) {
 }  // namespace
 
 Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
-    : transport_name_(chosen_transport()), process_set_timeout_(read_process_set_timeout()) {
+    : transport_name_(chosen_transport()),
+      coordinator_settings_(CoordinatorSettings::read()),
+      timeline_(settings::read_int(Setting::kTimelineMaxBytes)),
+      process_set_timeout_(
+          settings::timeout_of(settings::read_seconds(Setting::kProcessSetTimeoutSeconds))) {
   check_elastic_transport(transport_name_);
   Transport transport = create_transport(transport_name_);
   channel_ = std::move(transport.process_sets);
@@ -59,14 +52,15 @@ Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
   hvdrun_ = HvdrunLink::connect(job.rank);
   if (job.rank == 0) {
     // "DYNAMIC" (Horovod's word): no file until start_timeline() names one.
-    if (auto path = env_setting("TIMELINE"); path && !path->empty() && *path != "DYNAMIC") {
-      timeline_.start(*path, env_int("TIMELINE_MARK_CYCLES", 0) != 0);
+    const std::string path = settings::read_string(Setting::kTimeline);
+    if (!path.empty() && path != "DYNAMIC") {
+      timeline_.start(path, settings::read_bool(Setting::kTimelineMarkCycles));
     }
   }
   std::vector<int> everyone(static_cast<std::size_t>(job.size));
   for (int r = 0; r < job.size; ++r) everyone[static_cast<std::size_t>(r)] = r;
   ProcessSet global(0, std::move(everyone), job.rank);
-  global_ = std::make_shared<ProcessSetRuntime>(global, std::move(transport),
+  global_ = std::make_shared<ProcessSetRuntime>(global, std::move(transport), coordinator_settings_,
                                                 job.rank == 0 ? &timeline_ : nullptr,
                                                 channel_.get(), hvdrun_.get());
   sets_.emplace(0, Registered{global, global_});
@@ -190,8 +184,8 @@ ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   Transport transport = channel_->create_transport(id, ranks);
   std::shared_ptr<ProcessSetRuntime> runtime;
   if (set.included()) {
-    runtime = std::make_shared<ProcessSetRuntime>(set, std::move(transport), nullptr, nullptr,
-                                                  hvdrun_.get());
+    runtime = std::make_shared<ProcessSetRuntime>(set, std::move(transport), coordinator_settings_,
+                                                  nullptr, nullptr, hvdrun_.get());
   }
   std::lock_guard<std::mutex> lock(sets_mutex_);
   sets_.emplace(id, Registered{set, std::move(runtime)});

@@ -82,6 +82,8 @@ class Runtime {
   void stop_process_sets();
 
   std::string transport_name_;
+  // Read once at init, shared by every process set's coordinator.
+  const CoordinatorSettings coordinator_settings_;
   bool homogeneous_ = true;
   Timeline timeline_;  // outlives the coordinators, which write to it
   std::unique_ptr<HvdrunLink> hvdrun_;  // likewise; null without hvdrun

@@ -7,8 +7,8 @@
 #include <unordered_set>
 
 #include "core/check.h"
-#include "core/env.h"
 #include "core/logging.h"
+#include "settings/settings.h"
 
 namespace hvd {
 namespace {
@@ -17,14 +17,6 @@ constexpr auto kInspectionInterval = std::chrono::seconds(1);
 constexpr std::size_t kMaxGroups = 8;            // lines per warning / groups per error
 constexpr std::size_t kMaxNamesPerGroup = 5;     // tensor names per line
 constexpr std::size_t kMaxRankPieces = 16;       // "0-5, 7, 9" pieces per rank list
-
-double seconds_setting(const char* name, double default_value) {
-  const double value = env_double(name, default_value);
-  HVD_CHECK(value >= 0 && std::isfinite(value), InvalidArgument,
-            "HOROVODCPP_" << name << " must be a number of seconds >= 0 (0 disables), got "
-                          << value);
-  return value;
-}
 
 std::string seconds_str(double seconds) {
   std::ostringstream out;
@@ -129,13 +121,13 @@ std::size_t tensors_in(const std::vector<Group>& groups, std::size_t from) {
 }  // namespace
 
 StallSettings StallSettings::from_env() {
-  StallSettings settings;
-  settings.check_seconds = seconds_setting("STALL_CHECK_TIME_SECONDS", settings.check_seconds);
-  settings.shutdown_seconds =
-      seconds_setting("STALL_SHUTDOWN_TIME_SECONDS", settings.shutdown_seconds);
+  using settings::Setting;
+  StallSettings s;
+  s.check_seconds = settings::read_seconds(Setting::kStallCheckTimeSeconds);
+  s.shutdown_seconds = settings::read_seconds(Setting::kStallShutdownTimeSeconds);
   // As in Horovod, disabling the check also disables the shutdown it leads to.
-  if (env_int("STALL_CHECK_DISABLE", 0) > 0) settings.check_seconds = settings.shutdown_seconds = 0;
-  return settings;
+  if (settings::read_bool(Setting::kStallCheckDisable)) s.check_seconds = s.shutdown_seconds = 0;
+  return s;
 }
 
 StallReport StallInspector::inspect(const MessageTable& table, Clock::time_point now) {

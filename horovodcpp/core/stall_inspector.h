@@ -46,7 +46,6 @@ class StallInspector {
  public:
   using Clock = std::chrono::steady_clock;
 
-  StallInspector() : StallInspector(StallSettings::from_env()) {}
   explicit StallInspector(StallSettings settings) : settings_(settings) {}
 
   const StallSettings& settings() const { return settings_; }

@@ -10,7 +10,6 @@
 #include <memory>
 
 #include "core/check.h"
-#include "core/env.h"
 #include "core/logging.h"
 
 namespace hvd {
@@ -185,9 +184,7 @@ void TimelineFileWriter::finish(long long dropped) {
 
 Timeline::Timeline(long long max_bytes, std::size_t queue_capacity,
                    std::chrono::milliseconds flush_interval)
-    : max_bytes_(max_bytes >= 0 ? max_bytes : env_int("TIMELINE_MAX_BYTES", kDefaultMaxBytes)),
-      flush_interval_(flush_interval),
-      queue_(queue_capacity) {}
+    : max_bytes_(max_bytes), flush_interval_(flush_interval), queue_(queue_capacity) {}
 
 Timeline::~Timeline() { stop(); }
 

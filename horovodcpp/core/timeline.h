@@ -98,14 +98,13 @@ class TimelineFileWriter {
 
 class Timeline {
  public:
-  static constexpr long long kDefaultMaxBytes = 256LL * 1024 * 1024;
   static constexpr std::size_t kDefaultQueueCapacity = 1 << 16;
 
   static constexpr std::chrono::milliseconds kDefaultFlushInterval{1000};
 
-  // max_bytes < 0: HOROVODCPP_TIMELINE_MAX_BYTES or kDefaultMaxBytes.
+  // `max_bytes`: the file stops growing here (HOROVODCPP_TIMELINE_MAX_BYTES).
   // `flush_interval`: how often the writer makes the file complete JSON.
-  explicit Timeline(long long max_bytes = -1, std::size_t queue_capacity = kDefaultQueueCapacity,
+  explicit Timeline(long long max_bytes, std::size_t queue_capacity = kDefaultQueueCapacity,
                     std::chrono::milliseconds flush_interval = kDefaultFlushInterval);
   ~Timeline();  // stop()
 

@@ -28,10 +28,10 @@
 #include "backend/shm/shm_controller.h"
 #include "backend/tcp/tcp_controller.h"
 #include "backend_conformance.h"
-#include "core/env.h"
 #include "core/layered_controller.h"
 #include "fault_subjob.h"
 #include "horovodcpp/errors.h"
+#include "settings/settings.h"
 
 namespace hvd {
 namespace {
@@ -358,8 +358,8 @@ int main(int argc, char** argv) {
   hvd::g_self = hvd::fault_subjob::self_path(argv[0]);
   int rank = -1;
   try {
-    const std::string name =
-        hvd::env_setting("CPU_OPERATIONS").value_or(hvd::available_transports().front());
+    std::string name = hvd::settings::read_string(hvd::settings::Setting::kCpuOperations);
+    if (name.empty()) name = hvd::available_transports().front();
     hvd::g_transport_name = name;
     hvd::g_transport = hvd::create_transport(name);
     hvd::Controller& setup = *hvd::g_transport.controller;

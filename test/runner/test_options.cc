@@ -6,11 +6,13 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "runner/flags.h"
 #include "runner/options.h"
+#include "settings/settings.h"
 
 namespace hvdrun {
 namespace {
@@ -324,6 +326,33 @@ TEST(Options, HelpListsEveryFlagWithItsConfigKey) {
         "HVDRUN_REMOTE_SHELL", "SLURM_JOB_NODELIST", "PBS_NODEFILE"}) {
     EXPECT_NE(help.find(word), std::string::npos) << word;
   }
+}
+
+// A flag that sets a rank's variable sets a setting of the table
+// (horovodcpp/settings), so the ranks read it and the docs list it.
+TEST(Options, FlagsSetOnlySettingsOfTheTable) {
+  std::set<std::string> known;
+  for (const hvd::settings::Entry& e : hvd::settings::table()) {
+    known.insert(hvd::settings::variable(e.id));
+  }
+  std::size_t setting_flags = 0;
+  for (const Flag& flag : flag_table()) {
+    for (const char* value : {"1", "info", "/tmp/file"}) {
+      Options options;
+      try {
+        flag.apply(options, flag.spellings.front(), {value, value});
+      } catch (const UsageError&) {
+        continue;  // unsupported, or not a value this flag takes
+      }
+      for (const auto& [name, unused] : options.rank_settings) {
+        if (name.rfind("NCCL_", 0) == 0) continue;  // NCCL's own (--tcp)
+        EXPECT_TRUE(known.count(name)) << flag.spellings.front() << " sets " << name;
+        ++setting_flags;
+      }
+      break;
+    }
+  }
+  EXPECT_GE(setting_flags, 20u);
 }
 
 TEST(Options, HorovodConfigFile) {

@@ -27,10 +27,10 @@
 
 #include "backend/shm/shm_backend.h"
 #include "backend_conformance.h"
-#include "core/env.h"
 #include "fault_subjob.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
+#include "settings/settings.h"
 
 namespace hvd {
 namespace {
@@ -371,8 +371,8 @@ int main(int argc, char** argv) {
   try {
     // The plain transport: this suite wraps its backend itself.
     setenv("HOROVODCPP_SHM", "0", 1);
-    const std::string name =
-        hvd::env_setting("CPU_OPERATIONS").value_or(hvd::available_transports().front());
+    std::string name = hvd::settings::read_string(hvd::settings::Setting::kCpuOperations);
+    if (name.empty()) name = hvd::available_transports().front();
     hvd::g_transport_name = name;
     hvd::g_transport = hvd::create_transport(name);
     rank = hvd::g_transport.controller->topology().rank;

@@ -22,6 +22,8 @@
 namespace hvd {
 namespace {
 
+constexpr std::size_t kFusionThreshold = 64 << 20;  // room for every group below
+
 class FakeBackend : public Backend {
  public:
   const char* name() const override { return "fake"; }
@@ -164,7 +166,7 @@ class DeviceRoutingTest : public ::testing::Test {
 };
 
 TEST_F(DeviceRoutingTest, FusedCudaAllreducesReachTheDeviceAsOneGroup) {
-  CollectiveExecutor executor(backend_, topology_, nullptr, &device_);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &device_, kFusionThreshold);
   std::vector<Response> responses;
   for (const char* name : {"a", "b", "c"}) {
     responses.push_back(submit(name, OpType::kAllreduce, Device::cuda(0)));
@@ -178,7 +180,7 @@ TEST_F(DeviceRoutingTest, FusedCudaAllreducesReachTheDeviceAsOneGroup) {
 }
 
 TEST_F(DeviceRoutingTest, CudaAndCpuTensorsAreNotFusedTogether) {
-  CollectiveExecutor executor(backend_, topology_, nullptr, &device_);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &device_, kFusionThreshold);
   executor.execute_all({submit("gpu", OpType::kAllreduce, Device::cuda(0)),
                         submit("cpu", OpType::kAllreduce, Device::cpu())},
                        queue_);
@@ -191,7 +193,7 @@ TEST_F(DeviceRoutingTest, CudaAndCpuTensorsAreNotFusedTogether) {
 // one rank's tensors on two GPUs fuse: the group is refused before the
 // device sees it (NCCL would read cuda:1's memory on cuda:0's stream).
 TEST_F(DeviceRoutingTest, FusedGroupOnTwoGpusOfOneRankIsRefused) {
-  CollectiveExecutor executor(backend_, topology_, nullptr, &device_);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &device_, kFusionThreshold);
   executor.execute_all({submit("a", OpType::kAllreduce, Device::cuda(0)),
                         submit("b", OpType::kAllreduce, Device::cuda(1))},
                        queue_);
@@ -203,7 +205,7 @@ TEST_F(DeviceRoutingTest, FusedGroupOnTwoGpusOfOneRankIsRefused) {
 }
 
 TEST_F(DeviceRoutingTest, BroadcastGoesToTheDeviceOtherOpsFailClearly) {
-  CollectiveExecutor executor(backend_, topology_, nullptr, &device_);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &device_, kFusionThreshold);
   executor.execute_all({submit("b", OpType::kBroadcast, Device::cuda(0)),
                         submit("g", OpType::kAllgather, Device::cuda(0))},
                        queue_);
@@ -217,7 +219,7 @@ TEST_F(DeviceRoutingTest, BroadcastGoesToTheDeviceOtherOpsFailClearly) {
 
 TEST_F(DeviceRoutingTest, CollectivesWithResultsGetTheirShapesAndCounts) {
   FakeResultDevice device;
-  CollectiveExecutor executor(backend_, topology_, nullptr, &device);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &device, kFusionThreshold);
   std::vector<Response> responses{submit("g", OpType::kAllgather, Device::cuda(0)),
                                   submit("t", OpType::kAlltoall, Device::cuda(0)),
                                   submit("r", OpType::kReducescatter, Device::cuda(0))};
@@ -239,7 +241,7 @@ TEST_F(DeviceRoutingTest, CollectivesWithResultsGetTheirShapesAndCounts) {
 }
 
 TEST_F(DeviceRoutingTest, WithoutDeviceOperationsCudaTensorsAreRefused) {
-  CollectiveExecutor executor(backend_, topology_, nullptr, nullptr);
+  CollectiveExecutor executor(backend_, topology_, nullptr, nullptr, kFusionThreshold);
   executor.execute_all({submit("x", OpType::kAllreduce, Device::cuda(1))}, queue_);
   EXPECT_NE(error_of(0).find("tensors on cuda:1 need a build with CUDA"), std::string::npos)
       << error_of(0);
@@ -268,7 +270,7 @@ TEST_F(DeviceRoutingTest, JoinedZerosFuseAsTheOtherRanksTensors) {
       const bool a = name == "a";
       cycle.add(request, mine ? data.data() : nullptr, a ? 1 : 0, Device::cuda(a ? 0 : 1));
     }
-    CollectiveExecutor executor(backend, topology, nullptr, &device);
+    CollectiveExecutor executor(backend, topology, nullptr, &device, kFusionThreshold);
     executor.execute_all(cycle.responses, cycle.queue);
     cycle.expect_done();
     EXPECT_EQ(device.last_set_size, 3);  // Average: over every rank, joined ones too
@@ -282,7 +284,7 @@ TEST_F(DeviceRoutingTest, JoinedZerosFuseAsTheOtherRanksTensors) {
 
 TEST_F(DeviceRoutingTest, DeviceFailureFailsEveryMember) {
   device_.fail = true;
-  CollectiveExecutor executor(backend_, topology_, nullptr, &device_);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &device_, kFusionThreshold);
   executor.execute_all({submit("a", OpType::kAllreduce, Device::cuda(0)),
                         submit("b", OpType::kAllreduce, Device::cuda(0))},
                        queue_);
@@ -407,7 +409,7 @@ class StagedRoutingTest : public ::testing::Test {
 };
 
 TEST_F(StagedRoutingTest, FusedAllreduceRunsOnTheCpuBackendWithScaling) {
-  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_, kFusionThreshold);
   std::vector<float> a{1, 2, 3}, a_out(3), b{4, 5}, c{6};
   Request r;
   r.reduce_op = ReduceOp::kAverage;
@@ -428,7 +430,7 @@ TEST_F(StagedRoutingTest, FusedAllreduceRunsOnTheCpuBackendWithScaling) {
 }
 
 TEST_F(StagedRoutingTest, Float16IsReducedInFloat32LikeCpuTensors) {
-  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_, kFusionThreshold);
   std::vector<float16_t> x{float16_t(1.5f), float16_t(-2.0f)};
   Request r;
   r.reduce_op = ReduceOp::kSum;
@@ -439,7 +441,7 @@ TEST_F(StagedRoutingTest, Float16IsReducedInFloat32LikeCpuTensors) {
 }
 
 TEST_F(StagedRoutingTest, EveryOtherCollectiveIsStagedToo) {
-  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_, kFusionThreshold);
   std::vector<float> g{1, 2}, bc{7, 8}, at{3, 4}, rs{5, 6, 7, 8};
   Request bcast;
   bcast.root_rank = 1;
@@ -474,7 +476,7 @@ TEST_F(StagedRoutingTest, TimelineShowsTheCpuOpOfEveryStagedCollective) {
   const std::string path = test::timeline_path("staged_ops");
   Timeline timeline(1 << 20);
   timeline.start(path, false);
-  CollectiveExecutor executor(backend_, topology_, &timeline, &staging_);
+  CollectiveExecutor executor(backend_, topology_, &timeline, &staging_, kFusionThreshold);
   std::vector<float> a{1, 2}, g{1, 2}, bc{7, 8}, at{3, 4}, rs{5, 6, 7, 8};
   std::vector<Response> responses;
   responses.push_back(submit("a", OpType::kAllreduce, a, a));
@@ -535,7 +537,7 @@ TEST_F(StagedRoutingTest, JoinedRankContributesHostZerosInTheSameLayout) {
     add("f", DataType::kFloat32, f.data(), 5);
     add("h2", DataType::kFloat16, h2.data(), 2);
     add("b", DataType::kBFloat16, b.data(), 2);
-    CollectiveExecutor executor(backend, topology, nullptr, &staging);
+    CollectiveExecutor executor(backend, topology, nullptr, &staging, kFusionThreshold);
     executor.execute_all(cycle.responses, cycle.queue);
     received = backend.received;
     cycle.expect_done();
@@ -560,7 +562,7 @@ TEST_F(StagedRoutingTest, JoinedRankContributesHostZerosInTheSameLayout) {
 // both fuse, and only "mine" is staged; one backend call reduces both.
 TEST_F(StagedRoutingTest, MixedGroupStagesOnlyTheSubmittedTensor) {
   topology_.rank = 1;
-  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_, kFusionThreshold);
   std::vector<float> mine{1, 2};
   Response submitted = submit("mine", OpType::kAllreduce, mine, mine);
   submitted.joined_ranks = {0};
@@ -581,7 +583,7 @@ TEST_F(StagedRoutingTest, MixedGroupStagesOnlyTheSubmittedTensor) {
 
 TEST_F(StagedRoutingTest, StagingFailureFailsTheWorks) {
   staging_.fail = true;
-  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_);
+  CollectiveExecutor executor(backend_, topology_, nullptr, &staging_, kFusionThreshold);
   std::vector<float> a{1}, b{2};
   executor.execute_all({submit("a", OpType::kAllreduce, a, a), submit("b", OpType::kAllreduce, b, b)},
                        queue_);

@@ -21,6 +21,30 @@ class HvdrunLinkTest : public ::testing::Test {
   void TearDown() override { unsetenv("HOROVODCPP_HVDRUN_STORE"); }
 };
 
+// The rendezvous store's address, read in one place for Gloo and elastic
+// workers: both variables or neither.
+TEST(RendezvousAddress, BothOrNeither) {
+  const char* names[] = {"HOROVODCPP_GLOO_RENDEZVOUS_ADDR", "HOROVODCPP_GLOO_RENDEZVOUS_PORT",
+                         "HOROVOD_GLOO_RENDEZVOUS_ADDR", "HOROVOD_GLOO_RENDEZVOUS_PORT"};
+  for (const char* name : names) unsetenv(name);
+  EXPECT_FALSE(rendezvous_address().has_value());
+  setenv("HOROVOD_GLOO_RENDEZVOUS_PORT", "2222", 1);
+  try {
+    rendezvous_address();
+    ADD_FAILURE() << "a port without an address was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("only PORT is set"), std::string::npos) << e.what();
+  }
+  setenv("HOROVODCPP_GLOO_RENDEZVOUS_ADDR", "10.0.0.1", 1);
+  const auto address = rendezvous_address();
+  ASSERT_TRUE(address.has_value());
+  EXPECT_EQ(address->host, "10.0.0.1");
+  EXPECT_EQ(address->port, 2222);
+  setenv("HOROVOD_GLOO_RENDEZVOUS_PORT", "0", 1);
+  EXPECT_THROW(rendezvous_address(), InvalidArgument);
+  for (const char* name : names) unsetenv(name);
+}
+
 TEST_F(HvdrunLinkTest, NothingWithoutHvdrun) {
   unsetenv("HOROVODCPP_HVDRUN_STORE");
   EXPECT_EQ(HvdrunLink::connect(0), nullptr);

@@ -29,13 +29,13 @@ class PeerTimeoutTest : public ::testing::Test {
 
 TEST_F(PeerTimeoutTest, DefaultSettingAndOverride) {
   EXPECT_EQ(peer_timeout(), seconds(30));
-  EXPECT_EQ(peer_timeout("GLOO_TIMEOUT_SECONDS"), seconds(30));
+  EXPECT_EQ(peer_timeout(settings::Setting::kGlooTimeoutSeconds), seconds(30));
   setenv("HOROVODCPP_PEER_TIMEOUT_SECONDS", "2.5", 1);
   EXPECT_EQ(peer_timeout(), milliseconds(2500));
-  EXPECT_EQ(peer_timeout("GLOO_TIMEOUT_SECONDS"), milliseconds(2500));
+  EXPECT_EQ(peer_timeout(settings::Setting::kGlooTimeoutSeconds), milliseconds(2500));
   // Horovod's Gloo setting wins for Gloo alone.
   setenv("HOROVOD_GLOO_TIMEOUT_SECONDS", "7", 1);
-  EXPECT_EQ(peer_timeout("GLOO_TIMEOUT_SECONDS"), seconds(7));
+  EXPECT_EQ(peer_timeout(settings::Setting::kGlooTimeoutSeconds), seconds(7));
   EXPECT_EQ(peer_timeout(), milliseconds(2500));
 }
 
@@ -46,7 +46,7 @@ TEST_F(PeerTimeoutTest, BadValuesAreInvalidArgument) {
   }
   unsetenv("HOROVODCPP_PEER_TIMEOUT_SECONDS");
   setenv("HOROVODCPP_GLOO_TIMEOUT_SECONDS", "0", 1);
-  EXPECT_THROW(peer_timeout("GLOO_TIMEOUT_SECONDS"), InvalidArgument);
+  EXPECT_THROW(peer_timeout(settings::Setting::kGlooTimeoutSeconds), InvalidArgument);
 }
 
 TEST(RollCallWindow, ATenthOfTheTimeoutWithinTwoToFiveSeconds) {

@@ -20,24 +20,25 @@
 #include "backend/gloo/gloo_store_adapter.h"
 #include "core/check.h"
 #include "core/elastic_worker.h"
-#include "core/env.h"
+#include "core/hvdrun_link.h"
 #include "core/logging.h"
 #include "core/peer_failure.h"
+#include "settings/settings.h"
 #include "store/file_store.h"
 #include "store/tcp_store.h"
 
 namespace hvd {
 namespace {
 
-constexpr const char* kJobVariables[] = {"RANK",       "SIZE",       "LOCAL_RANK",
-                                         "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE"};
+using settings::Setting;
 
-std::optional<int> env_int_setting(const std::string& name) {
-  if (!env_setting(name)) return std::nullopt;
-  const long long value = env_int(name, 0);
-  HVD_CHECK(value >= INT_MIN && value <= INT_MAX, InvalidArgument,
-            "HOROVODCPP_" << name << "=" << value << " is out of range");
-  return static_cast<int>(value);
+constexpr Setting kJobSettings[] = {Setting::kRank,      Setting::kSize,      Setting::kLocalRank,
+                                    Setting::kLocalSize, Setting::kCrossRank, Setting::kCrossSize};
+
+// Set or not; the table bounds it to int.
+std::optional<int> int_setting(Setting setting) {
+  if (!settings::is_set(setting)) return std::nullopt;
+  return static_cast<int>(settings::read_int(setting));
 }
 
 void check_place(const char* what, int index, int count) {
@@ -51,12 +52,12 @@ void check_place(const char* what, int index, int count) {
 Topology topology_from_environment() {
   std::vector<std::optional<int>> values;
   std::vector<std::string> missing;
-  for (const char* name : kJobVariables) {
-    values.push_back(env_int_setting(name));
-    if (!values.back()) missing.push_back(std::string("HOROVODCPP_") + name);
+  for (const Setting setting : kJobSettings) {
+    values.push_back(int_setting(setting));
+    if (!values.back()) missing.push_back(settings::variable(setting));
   }
   Topology topology;
-  if (missing.size() == std::size(kJobVariables)) return topology;  // single rank
+  if (missing.size() == std::size(kJobSettings)) return topology;  // single rank
   if (!missing.empty()) {
     std::ostringstream list;
     for (std::size_t i = 0; i < missing.size(); ++i) list << (i ? ", " : "") << missing[i];
@@ -88,21 +89,13 @@ Topology topology_from_environment() {
 
 std::shared_ptr<Store> store_from_environment(const Topology& topology,
                                               std::chrono::milliseconds timeout) {
-  const auto address = env_setting("GLOO_RENDEZVOUS_ADDR");
-  const auto port = env_setting("GLOO_RENDEZVOUS_PORT");
-  if (address || port) {
-    HVD_CHECK(address && port, InvalidArgument,
-              "Gloo: HOROVODCPP_GLOO_RENDEZVOUS_ADDR and HOROVODCPP_GLOO_RENDEZVOUS_PORT must be "
-              "set together (only "
-                  << (address ? "ADDR" : "PORT") << " is set)");
-    const long long port_number = env_int("GLOO_RENDEZVOUS_PORT", 0);
-    HVD_CHECK(port_number > 0 && port_number < 65536, InvalidArgument,
-              "HOROVODCPP_GLOO_RENDEZVOUS_PORT=" << port_number << " is not a TCP port");
-    return std::make_shared<TcpStore>(*address, static_cast<int>(port_number), timeout);
+  if (const std::optional<RendezvousAddress> address = rendezvous_address()) {
+    return std::make_shared<TcpStore>(address->host, address->port, timeout);
   }
-  if (const auto directory = env_setting("GLOO_FILE_STORE")) {
-    HVD_CHECK(!directory->empty(), InvalidArgument, "HOROVODCPP_GLOO_FILE_STORE is empty");
-    return std::make_shared<FileStore>(*directory);
+  if (settings::is_set(Setting::kGlooFileStore)) {
+    const std::string directory = settings::read_string(Setting::kGlooFileStore);
+    HVD_CHECK(!directory.empty(), InvalidArgument, "HOROVODCPP_GLOO_FILE_STORE is empty");
+    return std::make_shared<FileStore>(directory);
   }
   HVD_CHECK(topology.size == 1, InvalidArgument,
             "Gloo: rank " << topology.rank << " of a job of " << topology.size
@@ -114,10 +107,10 @@ std::shared_ptr<Store> store_from_environment(const Topology& topology,
 
 gloo::transport::tcp::attr network_from_environment(const Topology& topology) {
   gloo::transport::tcp::attr attr;
-  if (const auto iface = env_setting("GLOO_IFACE"); iface && !iface->empty()) {
-    attr.iface = *iface;
-  } else if (const auto host = env_setting("HOSTNAME"); host && !host->empty()) {
-    attr.hostname = *host;
+  if (const std::string iface = settings::read_string(Setting::kGlooIface); !iface.empty()) {
+    attr.iface = iface;
+  } else if (const std::string host = listed_hostname(); !host.empty()) {
+    attr.hostname = host;
   } else if (topology.local_size == topology.size) {
     attr.hostname = "127.0.0.1";
   } else {
@@ -148,6 +141,8 @@ std::shared_ptr<gloo::Context> connect_one(const GlooOptions& options,
 }
 
 }  // namespace
+
+std::string listed_hostname() { return settings::read_string(Setting::kHostname); }
 
 std::string machine_hostname() {
   char name[HOST_NAME_MAX + 1] = {};
@@ -182,7 +177,7 @@ namespace detail {
 
 GlooOptions GlooContext::options_from_environment() {
   GlooOptions options;
-  options.timeout = peer_timeout("GLOO_TIMEOUT_SECONDS");
+  options.timeout = peer_timeout(Setting::kGlooTimeoutSeconds);
   options.topology = topology_from_environment();
   options.store = store_from_environment(options.topology, options.timeout);
   options.network = network_from_environment(options.topology);

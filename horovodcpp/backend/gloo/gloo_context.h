@@ -122,6 +122,11 @@ class GlooContext {
 // This machine's hostname (BackendError if it cannot be read).
 std::string machine_hostname();
 
+// hvdrun's name for this rank's host (HOROVODCPP_HOSTNAME), "" if unset:
+// two "hosts" with one machine name (127.0.0.1 and 127.0.0.2, or network
+// namespaces) stay apart.
+std::string listed_hostname();
+
 namespace detail {
 // Rethrows the exception in flight as an hvd::Error: a lost connection or an
 // expired timeout as a RankFailure, any other failure as a BackendError.

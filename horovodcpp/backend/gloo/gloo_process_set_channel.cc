@@ -5,7 +5,6 @@
 
 #include "backend/gloo/gloo_backend.h"
 #include "core/check.h"
-#include "core/env.h"
 #include "core/subset_topology.h"
 #include "core/transport.h"
 
@@ -62,12 +61,9 @@ Transport GlooProcessSetChannel::create_transport(int id, const std::vector<int>
 
 const std::vector<std::string>& GlooProcessSetChannel::host_keys() {
   if (hosts_.empty()) {
-    // hvdrun's name for the host (HOROVODCPP_HOSTNAME), from which it derived
-    // the topology: two "hosts" with one machine name (127.0.0.1 and
-    // 127.0.0.2, or network namespaces) stay apart.
-    const auto listed = env_setting("HOSTNAME");
-    hosts_ =
-        allgather(listed && !listed->empty() ? *listed : machine_hostname(), world_->timeout());
+    // hvdrun's name for the host, from which it derived the topology.
+    const std::string listed = listed_hostname();
+    hosts_ = allgather(listed.empty() ? machine_hostname() : listed, world_->timeout());
   }
   return hosts_;
 }

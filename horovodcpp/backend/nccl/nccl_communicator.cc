@@ -4,8 +4,8 @@
 #include <thread>
 
 #include "backend/nccl/nccl_check.h"
-#include "core/env.h"
 #include "gpu/cuda_check.h"
+#include "settings/settings.h"
 
 namespace hvd {
 namespace {
@@ -16,10 +16,7 @@ constexpr auto kPollInterval = std::chrono::microseconds(20);
 }  // namespace
 
 std::chrono::milliseconds nccl_timeout_from_env() {
-  const double seconds = env_double("NCCL_TIMEOUT_SECONDS", 300.0);
-  HVD_CHECK(seconds > 0, InvalidArgument,
-            "HOROVODCPP_NCCL_TIMEOUT_SECONDS must be positive, not " << seconds);
-  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  return settings::timeout_of(settings::read_seconds(settings::Setting::kNcclTimeoutSeconds));
 }
 
 NcclCommunicator::NcclCommunicator(Controller& controller, int device,

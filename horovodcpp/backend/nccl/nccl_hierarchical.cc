@@ -9,7 +9,6 @@
 #include "backend/nccl/nccl_types.h"
 #include "core/batched_copy_plan.h"
 #include "core/check.h"
-#include "core/env.h"
 #include "core/hierarchical_allreduce_plan.h"
 #include "core/logging.h"
 #include "gpu/batched_copy.h"
@@ -137,10 +136,10 @@ void HierarchicalAllreduce::run(GpuEvents& events, const std::vector<const Tenso
 }
 
 std::unique_ptr<HierarchicalAllreduce> maybe_hierarchical_allreduce(Controller& controller,
-                                                                    ProcessSetChannel* channel) {
+                                                                    ProcessSetChannel* channel,
+                                                                    bool wanted) {
   if (channel == nullptr) return nullptr;
   const Topology& topology = controller.topology();
-  const bool wanted = env_int("HIERARCHICAL_ALLREDUCE", 0) != 0;
   // One host (every rank sees local_size == size alike): nothing to decide.
   if (topology.size < 2 || topology.local_size == topology.size) {
     if (wanted && topology.rank == 0) {

@@ -68,12 +68,13 @@ class HierarchicalAllreduce {
   PinnedBuffer shard_;    // this rank's shard on the host
 };
 
-// When rank 0 has HOROVODCPP_HIERARCHICAL_ALLREDUCE=1 and the job spans
+// When rank 0 is `wanted` (HOROVODCPP_HIERARCHICAL_ALLREDUCE=1) and the job spans
 // several hosts with equally many ranks: the transports, built through
 // `channel` (collective over every rank of the job, API thread). Otherwise
 // null (with a warning on rank 0 when it was asked for). `channel` null
 // (a user process set): null.
 std::unique_ptr<HierarchicalAllreduce> maybe_hierarchical_allreduce(Controller& controller,
-                                                                    ProcessSetChannel* channel);
+                                                                    ProcessSetChannel* channel,
+                                                                    bool wanted);
 
 }  // namespace hvd

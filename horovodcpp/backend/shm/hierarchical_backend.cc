@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "core/check.h"
-#include "core/env.h"
 #include "core/logging.h"
 
 namespace hvd {
@@ -184,9 +183,7 @@ std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend, Con
   const Topology& topology = controller.topology();
   // One rank, or one host (maybe_use_shm's case), or one rank per host.
   if (topology.size < 2 || topology.local_size == topology.size) return backend;
-  // Rank 0's setting decides for all, as in maybe_use_shm.
-  const bool wanted = env_int("SHM", 1) != 0;
-  if (controller.broadcast_from_root(wanted ? "1" : "0") == "0") return backend;
+  if (!shm_agreed(controller)) return backend;
 
   const HostLayout layout = host_layout(channel.host_keys(), topology.rank);
   std::size_t largest = 0;

@@ -7,11 +7,11 @@
 
 #include "backend/shm/shm_setup.h"
 #include "core/check.h"
-#include "core/env.h"
 #include "core/logging.h"
 #include "core/peer_failure.h"
 #include "core/reduction.h"
 #include "core/usable_cpus.h"
+#include "settings/settings.h"
 
 namespace hvd {
 namespace {
@@ -37,11 +37,10 @@ std::uint64_t chunks_of(std::size_t bytes, std::size_t chunk_bytes) {
 
 ShmOptions ShmOptions::from_environment() {
   ShmOptions options;
-  options.timeout = peer_timeout("SHM_TIMEOUT_SECONDS");
-  const long long slot = env_int("SHM_SLOT_BYTES", static_cast<long long>(options.slot_bytes));
-  HVD_CHECK(
-      slot >= 4096 && slot <= (1LL << 30) && slot % 4096 == 0, InvalidArgument,
-      "HOROVODCPP_SHM_SLOT_BYTES must be a multiple of 4096 between 4 KiB and 1 GiB, got " << slot);
+  options.timeout = peer_timeout(settings::Setting::kShmTimeoutSeconds);
+  const long long slot = settings::read_int(settings::Setting::kShmSlotBytes);
+  HVD_CHECK(slot % 4096 == 0, InvalidArgument,
+            "HOROVODCPP_SHM_SLOT_BYTES=" << slot << " is not a multiple of 4096");
   options.slot_bytes = static_cast<std::size_t>(slot);
   return options;
 }
@@ -231,13 +230,15 @@ void ShmBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
   inner_->sendrecv(send, send_count, recv, recv_count, dtype, peer);
 }
 
+bool shm_agreed(Controller& controller) {
+  const bool wanted = settings::read_bool(settings::Setting::kShm);
+  return controller.broadcast_from_root(wanted ? "1" : "0") == "1";
+}
+
 std::unique_ptr<Backend> maybe_use_shm(std::unique_ptr<Backend> backend, Controller& controller) {
   const Topology& topology = controller.topology();
   if (topology.size < 2 || topology.local_size != topology.size) return backend;
-  // Rank 0's setting decides for all: ranks that disagreed would run
-  // different setup collectives and hang.
-  const bool wanted = env_int("SHM", 1) != 0;
-  if (controller.broadcast_from_root(wanted ? "1" : "0") == "0") return backend;
+  if (!shm_agreed(controller)) return backend;
   return std::make_unique<ShmBackend>(std::move(backend), controller);
 }
 

@@ -114,6 +114,11 @@ class ShmBackend : public Backend {
   std::vector<std::size_t> offsets_;
 };
 
+// Whether the ranks use shared memory: rank 0's HOROVODCPP_SHM decides for
+// all (ranks that disagreed would run different setup collectives and hang).
+// Collective over `controller`.
+bool shm_agreed(Controller& controller);
+
 // The transport hook: wraps `backend` in a ShmBackend when the job has more
 // than one rank, all on this host, and HOROVODCPP_SHM is not 0 on rank 0.
 // Collective over `controller` in that case.

@@ -7,7 +7,6 @@
 #include "backend/shm/shm_backend.h"
 #include "backend/shm/shm_setup.h"
 #include "core/check.h"
-#include "core/env.h"
 #include "core/usable_cpus.h"
 
 namespace hvd {
@@ -131,9 +130,7 @@ void ShmController::bitwise_and(std::vector<std::uint64_t>& words) {
 std::unique_ptr<Controller> maybe_shm_controller(Controller& setup, const std::string& fallback) {
   const Topology& topology = setup.topology();
   if (topology.size < 2 || topology.local_size != topology.size) return nullptr;
-  // Rank 0's setting decides for all, as for the data path (maybe_use_shm).
-  const bool wanted = env_int("SHM", 1) != 0;
-  if (setup.broadcast_from_root(wanted ? "1" : "0") == "0") return nullptr;
+  if (!shm_agreed(setup)) return nullptr;
   shm::WaitPolicy policy;
   policy.timeout = ShmOptions::from_environment().timeout;
   // As MPI mode's control plane waits (mpi_wait.h): spinning 200 us where

@@ -1,0 +1,205 @@
+// The table of settings: every variable the ranks and hvdrun read. hvdrun
+// --help and docs/settings.md are generated from it (settings_doc.cc).
+#include <cstdlib>
+
+#include "settings/settings.h"
+
+namespace hvd {
+namespace settings {
+namespace {
+
+constexpr double kIntMax = 2147483647.0;
+constexpr double kMaxBytes = 1e15;   // beyond any buffer; keeps the value exact in a double
+constexpr double kMaxSeconds = 1e7;  // about 4 months: a timeout, not a typo
+constexpr bool kHorovod = true;      // Horovod 0.28.1 has this setting
+constexpr bool kOurs = false;        // horovodcpp only
+
+using S = Setting;
+using T = Type;
+
+std::vector<Entry> build() {
+  const Scope rank = Scope::kRank, hvdrun = Scope::kSetByHvdrun, launcher = Scope::kLauncher;
+  std::vector<Entry> t = {
+      {S::kCycleTime, "CYCLE_TIME", kHorovod, T::kMilliseconds, rank, "1", 0, 1e6, "",
+       "the longest an idle coordinator waits before it runs a negotiation cycle anyway",
+       "Cycles are not paced by it: a submission wakes the coordinator at once, and a rank still "
+       "waiting on others runs its next cycle at once, so a step whose tensors all hit the "
+       "response cache never waits for a timer ([waiting](internals.md#latency-and-waiting))"},
+      {S::kIdleSpinMicroseconds, "IDLE_SPIN_MICROSECONDS", kOurs, T::kInt, rank, "0", 0, kIntMax,
+       "", "microseconds an idle coordinator polls for a submission before it sleeps",
+       "Worth a few tens of microseconds where ranks have spare cores (on a 2-core machine "
+       "polling made a 4-byte allreduce slower, see "
+       "[waiting](internals.md#latency-and-waiting))"},
+      {S::kFusionThreshold, "FUSION_THRESHOLD", kHorovod, T::kBytes, rank, "67108864", 0, kMaxBytes,
+       "", "bytes of the tensor fusion buffer (64 MiB); 0 disables fusion",
+       "See [tensor fusion](internals.md#tensor-fusion)"},
+      {S::kCacheCapacity, "CACHE_CAPACITY", kHorovod, T::kInt, rank, "1024", 0, kIntMax, "",
+       "entries of the response cache; 0 disables it",
+       "See [response cache](internals.md#response-cache)"},
+      {S::kAutotune, "AUTOTUNE", kHorovod, T::kBool, rank, "0", 0, 0, "",
+       "1: rank 0 tunes the fusion threshold and cycle time (those not set explicitly)",
+       "Rank 0 measures throughput during the first steps and broadcasts its choice; a value set "
+       "explicitly (`HOROVODCPP_FUSION_THRESHOLD`, `HOROVODCPP_CYCLE_TIME`) stays fixed "
+       "([autotune](internals.md#autotune))"},
+      {S::kAutotuneLog, "AUTOTUNE_LOG", kHorovod, T::kString, rank, "", 0, 0, "",
+       "rank 0 writes each autotune sample (and the final choice) to this CSV file"},
+      {S::kAutotuneWarmupSamples, "AUTOTUNE_WARMUP_SAMPLES", kHorovod, T::kInt, rank, "3", 0,
+       kIntMax, "", "autotune samples discarded before the first trial"},
+      {S::kAutotuneStepsPerSample, "AUTOTUNE_STEPS_PER_SAMPLE", kHorovod, T::kInt, rank, "10", 1,
+       kIntMax, "", "non-idle coordinator cycles per autotune sample",
+       "Raise it so a sample spans several training steps"},
+      {S::kAutotuneBayesOptMaxSamples, "AUTOTUNE_BAYES_OPT_MAX_SAMPLES", kHorovod, T::kInt, rank,
+       "20", 1, kIntMax, "", "at most this many autotune trial samples",
+       "Horovod's name; the search here is a sweep of each knob, about 10 samples"},
+
+      {S::kLogLevel, "LOG_LEVEL", kHorovod, T::kEnum, rank, "warning", 0, 0,
+       "trace|debug|info|warning|error|fatal",
+       "the least severe messages logged (fatal logs as error); every line carries the rank",
+       "Any case, as in Horovod (horovodrun passes `DEBUG`). Unlike other settings, an unknown "
+       "value is not an error: it logs at `warning` and says so once"},
+      {S::kLogHideTime, "LOG_HIDE_TIME", kHorovod, T::kBool, rank, "1", 0, 0, "",
+       "0: every log line carries the local time (to the microsecond)",
+       "Horovod shows it by default; here the launcher's and scheduler's logs already time the "
+       "output, and lines without it are easier to compare. A malformed value is reported once "
+       "and the default kept (logging cannot fail)"},
+      {S::kTimeline, "TIMELINE", kHorovod, T::kString, rank, "", 0, 0, "",
+       "rank 0 writes a Chrome-trace timeline to this file; DYNAMIC: no file until "
+       "start_timeline()",
+       "See [timeline](internals.md#timeline); hvdrun `--timeline-filename`. `DYNAMIC` is "
+       "Horovod's "
+       "word: `start_timeline(path)` / `stop_timeline()` record at run time"},
+      {S::kTimelineMarkCycles, "TIMELINE_MARK_CYCLES", kHorovod, T::kBool, rank, "0", 0, 0, "",
+       "1: the timeline marks each coordinator cycle"},
+      {S::kTimelineMaxBytes, "TIMELINE_MAX_BYTES", kOurs, T::kBytes, rank, "268435456", 0,
+       kMaxBytes, "", "the timeline file stops growing here (256 MiB)",
+       "A note in the file says how many events were left out"},
+
+      {S::kCpuOperations, "CPU_OPERATIONS", kHorovod, T::kEnum, rank, "", 0, 0, "mpi|gloo",
+       "which transport runs the job", "", nullptr, std::nullopt,
+       "the first this build has: `mpi`, else `gloo` (hvdrun `--gloo` sets `gloo`)"},
+      {S::kController, "CONTROLLER", kHorovod, T::kEnum, rank, "", 0, 0, "mpi|gloo",
+       "the same as CPU_OPERATIONS, which wins when both are set"},
+      {S::kGpuOperations, "GPU_OPERATIONS", kHorovod, T::kEnum, rank, "", 0, 0, "nccl|mpi|gloo",
+       "what runs collectives of CUDA tensors: nccl, or mpi|gloo staged through pinned host "
+       "memory onto the CPU transport",
+       "A name this build lacks is an error at `init()` ([GPU](gpu.md))", nullptr, std::nullopt,
+       "`nccl` when built with NCCL, else staged"},
+      {S::kNcclTimeoutSeconds, "NCCL_TIMEOUT_SECONDS", kOurs, T::kSeconds, rank, "300", 0,
+       kMaxSeconds, "",
+       "bounds every NCCL wait: on an error or after this long the communicator is aborted and "
+       "the collective fails",
+       "See [GPU](gpu.md)"},
+      {S::kHierarchicalAllreduce, "HIERARCHICAL_ALLREDUCE", kHorovod, T::kBool, rank, "0", 0, 0, "",
+       "1: CUDA allreduce as NCCL inside hosts and the CPU transport across them (several hosts, "
+       "equal ranks per host)",
+       "NCCL reduce-scatter inside each host, the CPU transport across hosts, NCCL allgather "
+       "inside the host; else a warning on rank 0 and the flat NCCL path (ignored, with that "
+       "warning, when CUDA tensors are staged: `HOROVODCPP_GPU_OPERATIONS=mpi|gloo`). Rank 0's "
+       "value counts ([GPU](gpu.md#hierarchical-allreduce)); not yet run on a GPU"},
+      {S::kShm, "SHM", kOurs, T::kBool, rank, "1", 0, 0, "",
+       "0: no shared memory between the ranks of a host (data path; Gloo mode negotiates over "
+       "TCP instead)",
+       "When every rank runs on this host, allreduce, reducescatter, broadcast and allgather "
+       "move data through one shared-memory segment; on several hosts of which one has several "
+       "ranks, allreduce goes through shared memory inside each host and the transport between "
+       "hosts ([negotiation in Gloo mode](internals.md#negotiation-in-gloo-mode)). Rank 0's "
+       "value counts ([shared memory](shared-memory.md))"},
+      {S::kShmSlotBytes, "SHM_SLOT_BYTES", kOurs, T::kBytes, rank, "262144", 4096, 1073741824, "",
+       "shared memory: bytes each rank copies in per pipeline step (256 KiB; a multiple of "
+       "4096)",
+       "Rank 0's value counts. The segment holds 4 steps: ranks x 4 x this"},
+      {S::kGlooIface, "GLOO_IFACE", kHorovod, T::kString, rank, "", 0, 0, "",
+       "Gloo: the network interface to use"},
+      {S::kGlooFileStore, "GLOO_FILE_STORE", kOurs, T::kString, rank, "", 0, 0, "",
+       "Gloo without hvdrun: a directory the ranks of one host meet in (with HOROVODCPP_RANK ... "
+       "_CROSS_SIZE)"},
+
+      {S::kStallCheckTimeSeconds, "STALL_CHECK_TIME_SECONDS", kHorovod, T::kSeconds, rank, "60", 0,
+       kMaxSeconds, "",
+       "rank 0 warns about tensors some ranks submitted this long ago and others have not",
+       "The warning names the missing ranks ([stall inspector](internals.md#stall-inspector))",
+       "no warnings"},
+      {S::kStallShutdownTimeSeconds, "STALL_SHUTDOWN_TIME_SECONDS", kHorovod, T::kSeconds, rank,
+       "600", 0, kMaxSeconds, "",
+       "after this long such a stall fails every pending operation on every rank with "
+       "hvd::RankFailure and stops the runtime",
+       "The error names the tensors and missing ranks. On by default, unlike Horovod: 10 minutes "
+       "leaves room for one rank to evaluate or checkpoint, yet a hung job does not hold its "
+       "nodes until the scheduler's limit",
+       "no shutdown"},
+      {S::kStallCheckDisable, "STALL_CHECK_DISABLE", kHorovod, T::kBool, rank, "0", 0, 0, "",
+       "1: no stall warnings and no stall shutdown, whatever the two times say",
+       "Set by hvdrun `--no-stall-check`"},
+      {S::kProcessSetTimeoutSeconds, "PROCESS_SET_TIMEOUT_SECONDS", kOurs, T::kSeconds, rank, "60",
+       0, kMaxSeconds, "",
+       "how long add_process_set / remove_process_set wait for every rank to make the same call "
+       "before failing with hvd::Timeout",
+       "See [process sets](process-sets.md)"},
+      {S::kPeerTimeoutSeconds, "PEER_TIMEOUT_SECONDS", kOurs, T::kSeconds, rank, "30", 0,
+       kMaxSeconds, "",
+       "how long a rank waits inside a collective for a peer that makes no progress; then every "
+       "survivor fails with hvd::RankFailure naming it",
+       "MPI, Gloo, shared memory; control and data. The error names the ranks that stopped "
+       "answering (`ranks()`), and under hvdrun the job ends. hvdrun `--peer-timeout`. A frozen "
+       "rank or a single collective slower than this ends the job; a rank busy in its own code "
+       "does not (the stall inspector bounds that). See [faults.md](faults.md)"},
+      {S::kShmTimeoutSeconds, "SHM_TIMEOUT_SECONDS", kOurs, T::kSeconds, rank, "", 0, kMaxSeconds,
+       "", "the peer timeout for the shared-memory path alone (data, and negotiation in Gloo mode)",
+       "A peer that died is noticed within about 0.1 s", nullptr, S::kPeerTimeoutSeconds},
+      {S::kGlooTimeoutSeconds, "GLOO_TIMEOUT_SECONDS", kHorovod, T::kSeconds, rank, "", 0,
+       kMaxSeconds, "",
+       "the peer timeout for Gloo alone (and Gloo mode's TCP negotiation); it also bounds the "
+       "rendezvous",
+       "Each wait of Gloo mode's TCP negotiation gets a little more per level of its tree", nullptr,
+       S::kPeerTimeoutSeconds},
+
+      {S::kRank, "RANK", kHorovod, T::kInt, hvdrun, "", 0, kIntMax, "",
+       "Gloo: this rank in the job"},
+      {S::kSize, "SIZE", kHorovod, T::kInt, hvdrun, "", 1, kIntMax, "",
+       "Gloo: the number of ranks"},
+      {S::kLocalRank, "LOCAL_RANK", kHorovod, T::kInt, hvdrun, "", 0, kIntMax, "",
+       "Gloo: this rank on its host"},
+      {S::kLocalSize, "LOCAL_SIZE", kHorovod, T::kInt, hvdrun, "", 1, kIntMax, "",
+       "Gloo: the ranks on this host"},
+      {S::kCrossRank, "CROSS_RANK", kHorovod, T::kInt, hvdrun, "", 0, kIntMax, "",
+       "Gloo: this host's place among the hosts"},
+      {S::kCrossSize, "CROSS_SIZE", kHorovod, T::kInt, hvdrun, "", 1, kIntMax, "",
+       "Gloo: the number of hosts"},
+      {S::kHostname, "HOSTNAME", kHorovod, T::kString, hvdrun, "", 0, 0, "",
+       "hvdrun's name for this rank's host"},
+      {S::kGlooRendezvousAddr, "GLOO_RENDEZVOUS_ADDR", kHorovod, T::kString, hvdrun, "", 0, 0, "",
+       "Gloo: the host of hvdrun's rendezvous store"},
+      {S::kGlooRendezvousPort, "GLOO_RENDEZVOUS_PORT", kHorovod, T::kInt, hvdrun, "", 1, 65535, "",
+       "Gloo: the port of hvdrun's rendezvous store"},
+      {S::kHvdrunStore, "HVDRUN_STORE", kOurs, T::kString, hvdrun, "", 0, 0, "",
+       "host:port where a rank reports its failures to hvdrun"},
+      {S::kElasticWorker, "ELASTIC_WORKER", kOurs, T::kInt, hvdrun, "", 0, kIntMax, "",
+       "elastic jobs: this worker's id"},
+      {S::kElasticRoundTimeout, "ELASTIC_ROUND_TIMEOUT", kOurs, T::kSeconds, hvdrun, "630", 0,
+       kMaxSeconds, "", "elastic jobs: how long a worker waits for the next round"},
+
+      {S::kElasticTimeout, "ELASTIC_TIMEOUT", kHorovod, T::kInt, launcher, "600", 1, kIntMax, "",
+       "seconds hvdrun waits for enough slots (default for --elastic-timeout)"},
+      {S::kStartTimeout, "START_TIMEOUT", kHorovod, T::kInt, launcher, "30", 1, kIntMax, "",
+       "seconds a remote host has to answer before the job starts (default for "
+       "--start-timeout)"},
+  };
+  return t;
+}
+
+}  // namespace
+
+const std::vector<Entry>& table() {
+  static const std::vector<Entry> entries = [] {
+    std::vector<Entry> t = build();
+    // The enum indexes the table: a setting out of place is a bug here.
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (static_cast<std::size_t>(t[i].id) != i) std::abort();
+    }
+    return t;
+  }();
+  return entries;
+}
+
+}  // namespace settings
+}  // namespace hvd

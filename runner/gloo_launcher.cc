@@ -121,7 +121,7 @@ std::vector<ChildSpec> gloo_children(const Options& options,
     env["HOROVODCPP_CPU_OPERATIONS"] = "gloo";
     env["HOROVODCPP_GLOO_RENDEZVOUS_ADDR"] = rendezvous.host;
     env["HOROVODCPP_GLOO_RENDEZVOUS_PORT"] = std::to_string(rendezvous.port);
-    // The same store takes the ranks' reports (horovodcpp/core/hvdrun_link.h).
+    // The same store takes the ranks' reports (horovodcpp/core/runtime/hvdrun_link.h).
     env["HOROVODCPP_HVDRUN_STORE"] = rendezvous.host + ":" + std::to_string(rendezvous.port);
     if (!options.network_interfaces.empty()) {
       // Gloo uses one interface; NCCL may use them all (as horovodrun does).

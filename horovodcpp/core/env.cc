@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "core/check.h"
+#include "base/check.h"
 
 namespace hvd {
 

@@ -4,10 +4,10 @@
 #include <utility>
 
 #include "backend/gloo/gloo_backend.h"
-#include "core/check.h"
+#include "base/check.h"
 #include "core/env.h"
-#include "core/subset_topology.h"
-#include "core/transport.h"
+#include "core/process_sets/subset_topology.h"
+#include "core/execution/transport.h"
 
 namespace hvd {
 

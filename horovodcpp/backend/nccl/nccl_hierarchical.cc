@@ -7,11 +7,11 @@
 
 #include "backend/nccl/nccl_backend.h"
 #include "backend/nccl/nccl_types.h"
-#include "core/batched_copy_plan.h"
-#include "core/check.h"
+#include "core/device/batched_copy_plan.h"
+#include "base/check.h"
 #include "core/env.h"
-#include "core/hierarchical_allreduce_plan.h"
-#include "core/logging.h"
+#include "core/execution/hierarchical_allreduce_plan.h"
+#include "core/diagnostics/logging.h"
 #include "gpu/batched_copy.h"
 #include "gpu/cuda_check.h"
 

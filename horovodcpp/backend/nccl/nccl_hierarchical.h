@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "backend/nccl/nccl_communicator.h"
-#include "core/gpu_events.h"
-#include "core/process_set_channel.h"
-#include "core/tensor_queue.h"
-#include "core/transport.h"
+#include "core/device/gpu_events.h"
+#include "core/process_sets/process_set_channel.h"
+#include "core/negotiation/tensor_queue.h"
+#include "core/execution/transport.h"
 #include "gpu/device_tensor.h"
 #include "gpu/staged_operations.h"  // PinnedBuffer
 

@@ -5,9 +5,9 @@
 #include <map>
 #include <utility>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "core/env.h"
-#include "core/logging.h"
+#include "core/diagnostics/logging.h"
 
 namespace hvd {
 

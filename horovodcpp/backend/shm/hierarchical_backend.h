@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "backend/shm/shm_backend.h"
-#include "core/backend.h"
-#include "core/controller.h"
-#include "core/process_set_channel.h"
-#include "core/transport.h"
+#include "core/execution/backend.h"
+#include "core/negotiation/controller.h"
+#include "core/process_sets/process_set_channel.h"
+#include "core/execution/transport.h"
 
 namespace hvd {
 

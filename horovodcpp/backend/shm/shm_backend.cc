@@ -6,12 +6,12 @@
 #include <utility>
 
 #include "backend/shm/shm_setup.h"
-#include "core/check.h"
+#include "base/check.h"
 #include "core/env.h"
-#include "core/logging.h"
-#include "core/peer_failure.h"
-#include "core/reduction.h"
-#include "core/usable_cpus.h"
+#include "core/diagnostics/logging.h"
+#include "core/diagnostics/peer_failure.h"
+#include "core/execution/reduction.h"
+#include "core/runtime/usable_cpus.h"
 
 namespace hvd {
 namespace {

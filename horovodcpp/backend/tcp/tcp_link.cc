@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "store/tcp_connect.h"
 
 namespace hvd {

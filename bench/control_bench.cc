@@ -27,7 +27,7 @@
 #include "backend/shm/shm_controller.h"
 #include "backend/tcp/tcp_controller.h"
 #include "core/env.h"
-#include "core/execution/transport.h"
+#include "registry/transports.h"
 
 namespace {
 

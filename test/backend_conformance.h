@@ -20,7 +20,7 @@
 
 #include "core/execution/backend.h"
 #include "core/negotiation/controller.h"
-#include "core/execution/transport.h"
+#include "registry/transports.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 

@@ -3,9 +3,10 @@
 #include <mutex>
 
 #include "base/check.h"
-#include "core/device/device_operations.h"
 #include "core/runtime/runtime.h"
-#include "core/execution/transport.h"
+#include "registry/built_backends.h"
+#include "registry/device_registry.h"
+#include "registry/transports.h"
 #include "horovodcpp/horovodcpp.h"
 
 namespace hvd {
@@ -35,7 +36,7 @@ Work submit(const ProcessSet& process_set, OpType op_type, const std::string& na
 
 // Under g_runtime_mutex.
 void start_runtime(const std::vector<std::vector<int>>& process_sets) {
-  g_runtime = std::make_shared<Runtime>(process_sets);
+  g_runtime = std::make_shared<Runtime>(built_backends(), process_sets);
   // Registered after the transport's own exit handlers (MPI_Finalize), so it
   // runs before them: a program that forgets shutdown() still exits cleanly.
   static const bool registered = [] { return std::atexit([] { shutdown(); }) == 0; }();

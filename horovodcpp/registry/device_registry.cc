@@ -1,9 +1,9 @@
 // The one place that knows which device operations this build has.
-#include "core/device/device_operations.h"
+#include "registry/device_registry.h"
 #include "core/env.h"
 #include "core/device/gpu_operations.h"
 #include "core/diagnostics/logging.h"
-#include "core/execution/transport.h"
+#include "registry/transports.h"
 
 #if HVD_HAVE_NCCL
 #include "backend/nccl/nccl_operations.h"

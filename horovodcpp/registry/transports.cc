@@ -1,4 +1,4 @@
-#include "core/execution/transport.h"
+#include "registry/transports.h"
 
 #include <memory>
 #include <sstream>

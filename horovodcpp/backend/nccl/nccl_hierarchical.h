@@ -26,10 +26,6 @@
 
 namespace hvd {
 
-// Sub-transport ids (the host-staged CPU backend takes -1 - h and -100001 - l).
-constexpr int kGpuHostSetId = -200001;   // - h: the ranks of host h
-constexpr int kGpuCrossSetId = -300001;  // - l: the l-th rank of every host
-
 class HierarchicalAllreduce {
  public:
   // `host`: controller over this host's ranks; `cross`: transport over the

@@ -10,6 +10,7 @@
 #include "core/env.h"
 #include "core/diagnostics/logging.h"
 #include "core/diagnostics/peer_failure.h"
+#include "core/negotiation/root_decides.h"
 #include "core/execution/reduction.h"
 #include "core/runtime/usable_cpus.h"
 
@@ -237,7 +238,7 @@ std::unique_ptr<Backend> maybe_use_shm(std::unique_ptr<Backend> backend, Control
   // Rank 0's setting decides for all: ranks that disagreed would run
   // different setup collectives and hang.
   const bool wanted = env_int("SHM", 1) != 0;
-  if (controller.broadcast_from_root(wanted ? "1" : "0") == "0") return backend;
+  if (!root_decides(controller, wanted)) return backend;
   return std::make_unique<ShmBackend>(std::move(backend), controller);
 }
 

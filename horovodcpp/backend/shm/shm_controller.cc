@@ -8,6 +8,7 @@
 #include "backend/shm/shm_setup.h"
 #include "base/check.h"
 #include "core/env.h"
+#include "core/negotiation/root_decides.h"
 #include "core/runtime/usable_cpus.h"
 
 namespace hvd {
@@ -133,7 +134,7 @@ std::unique_ptr<Controller> maybe_shm_controller(Controller& setup, const std::s
   if (topology.size < 2 || topology.local_size != topology.size) return nullptr;
   // Rank 0's setting decides for all, as for the data path (maybe_use_shm).
   const bool wanted = env_int("SHM", 1) != 0;
-  if (setup.broadcast_from_root(wanted ? "1" : "0") == "0") return nullptr;
+  if (!root_decides(setup, wanted)) return nullptr;
   shm::WaitPolicy policy;
   policy.timeout = ShmOptions::from_environment().timeout;
   // As MPI mode's control plane waits (mpi_wait.h): spinning 200 us where

@@ -1,11 +1,10 @@
-// The registry of transports: a name ("mpi", "gloo") maps to a factory that
-// builds the Controller and Backend of that communication library over every
-// rank of the job, and the channel that builds process sets' transports.
+// A transport: the Controller and Backend of one communication library over
+// a group of ranks (the job, or a process set), and for the job the channel
+// that builds process sets' transports. Which transports exist is the
+// registry's business (registry/transports.h).
 #pragma once
 
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "core/execution/backend.h"
 #include "core/negotiation/controller.h"
@@ -29,10 +28,5 @@ Transport transport_over(const std::shared_ptr<Context>& context) {
   transport.backend = std::make_unique<BackendType>(context);
   return transport;
 }
-
-// Names of the transports this build has, in order of preference.
-std::vector<std::string> available_transports();
-// Throws InvalidArgument for a name this build does not have.
-Transport create_transport(const std::string& name);
 
 }  // namespace hvd

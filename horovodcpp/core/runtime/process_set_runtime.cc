@@ -74,12 +74,13 @@ std::string root_in_set(Request& request, const ProcessSet& set) {
 
 }  // namespace
 
-ProcessSetRuntime::ProcessSetRuntime(ProcessSet set, Transport transport, Timeline* timeline,
+ProcessSetRuntime::ProcessSetRuntime(ProcessSet set, Transport transport,
+                                     const BackendFactory& backends, Timeline* timeline,
                                      ProcessSetChannel* channel, HvdrunLink* hvdrun)
     : set_(std::move(set)),
       transport_(std::move(transport)),
-      device_(create_device_operations(*transport_.controller, transport_.backend->name(), channel,
-                                       timeline)) {
+      device_(backends.create_device_operations(*transport_.controller, transport_.backend->name(),
+                                                channel, timeline)) {
   coordinator_ = std::make_unique<Coordinator>(*transport_.controller, *transport_.backend, queue_,
                                                timeline, set_.id() == 0, device_.get(), hvdrun);
   coordinator_->start();

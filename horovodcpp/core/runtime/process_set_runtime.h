@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/coordinator.h"
 #include "core/device/device_operations.h"
+#include "core/runtime/backend_factory.h"
+#include "core/runtime/coordinator.h"
 #include "core/runtime/hvdrun_link.h"
 #include "core/negotiation/tensor_queue.h"
 #include "core/diagnostics/timeline.h"
@@ -23,13 +24,15 @@ namespace hvd {
 
 class ProcessSetRuntime {
  public:
-  // Starts the set's coordinator. `timeline` (may be null) receives its
+  // Starts the set's coordinator; `backends` builds its device operations.
+  // `timeline` (may be null) receives its
   // trace events: only the global set's, on rank 0, is given one.
   // `channel`: the job's process-set channel, for the global set only
   // (its device operations may build sub-transports at construction).
   // `hvdrun` (may be null): told when the coordinator stops on an error.
-  ProcessSetRuntime(ProcessSet set, Transport transport, Timeline* timeline,
-                    ProcessSetChannel* channel = nullptr, HvdrunLink* hvdrun = nullptr);
+  ProcessSetRuntime(ProcessSet set, Transport transport, const BackendFactory& backends,
+                    Timeline* timeline, ProcessSetChannel* channel = nullptr,
+                    HvdrunLink* hvdrun = nullptr);
   // stop(), then frees the transport.
   ~ProcessSetRuntime();
 

@@ -11,14 +11,14 @@
 namespace hvd {
 namespace {
 
-std::string chosen_transport() {
+std::string chosen_transport(const BackendFactory& backends) {
   auto name = env_setting("CPU_OPERATIONS");
   if (!name) name = env_setting("CONTROLLER");
   if (name) {
     for (char& c : *name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return *name;
   }
-  return available_transports().front();
+  return backends.transports().front();
 }
 
 // How long add/remove_process_set wait for every rank to make the same call.
@@ -48,10 +48,12 @@ std::string set_str(const ProcessSet& set) {
 
 }  // namespace
 
-Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
-    : transport_name_(chosen_transport()), process_set_timeout_(read_process_set_timeout()) {
+Runtime::Runtime(BackendFactory backends, const std::vector<std::vector<int>>& process_sets)
+    : backends_(std::move(backends)),
+      transport_name_(chosen_transport(backends_)),
+      process_set_timeout_(read_process_set_timeout()) {
   check_elastic_transport(transport_name_);
-  Transport transport = create_transport(transport_name_);
+  Transport transport = backends_.create_transport(transport_name_);
   channel_ = std::move(transport.process_sets);
   homogeneous_ = agree_homogeneous(*transport.controller);
   const Topology& job = transport.controller->topology();
@@ -66,7 +68,7 @@ Runtime::Runtime(const std::vector<std::vector<int>>& process_sets)
   std::vector<int> everyone(static_cast<std::size_t>(job.size));
   for (int r = 0; r < job.size; ++r) everyone[static_cast<std::size_t>(r)] = r;
   ProcessSet global(0, std::move(everyone), job.rank);
-  global_ = std::make_shared<ProcessSetRuntime>(global, std::move(transport),
+  global_ = std::make_shared<ProcessSetRuntime>(global, std::move(transport), backends_,
                                                 job.rank == 0 ? &timeline_ : nullptr,
                                                 channel_.get(), hvdrun_.get());
   sets_.emplace(0, Registered{global, global_});
@@ -190,8 +192,8 @@ ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   Transport transport = channel_->create_transport(id, ranks);
   std::shared_ptr<ProcessSetRuntime> runtime;
   if (set.included()) {
-    runtime = std::make_shared<ProcessSetRuntime>(set, std::move(transport), nullptr, nullptr,
-                                                  hvdrun_.get());
+    runtime = std::make_shared<ProcessSetRuntime>(set, std::move(transport), backends_, nullptr,
+                                                  nullptr, hvdrun_.get());
   }
   std::lock_guard<std::mutex> lock(sets_mutex_);
   sets_.emplace(id, Registered{set, std::move(runtime)});

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/runtime/backend_factory.h"
 #include "core/runtime/hvdrun_link.h"
 #include "core/process_sets/process_set_channel.h"
 #include "core/runtime/process_set_runtime.h"
@@ -23,9 +24,10 @@ namespace hvd {
 class Runtime {
  public:
   // Transport from HOROVODCPP_CPU_OPERATIONS / HOROVODCPP_CONTROLLER, else
-  // the first one this build has. `process_sets` are then added in order,
+  // the first one `backends` has. `process_sets` are then added in order,
   // as add_process_set() would (ids 1, 2, ...).
-  explicit Runtime(const std::vector<std::vector<int>>& process_sets = {});
+  explicit Runtime(BackendFactory backends,
+                   const std::vector<std::vector<int>>& process_sets = {});
   ~Runtime();  // stops every process set, then the global one (a job-wide shutdown)
 
   // This rank's place in the job.
@@ -81,6 +83,7 @@ class Runtime {
   // Stops and forgets every added set (not the global one).
   void stop_process_sets();
 
+  BackendFactory backends_;
   std::string transport_name_;
   bool homogeneous_ = true;
   Timeline timeline_;  // outlives the coordinators, which write to it

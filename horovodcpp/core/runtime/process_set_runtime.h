@@ -25,8 +25,8 @@ namespace hvd {
 class ProcessSetRuntime {
  public:
   // Starts the set's coordinator; `backends` builds its device operations.
-  // `timeline` (may be null) receives its
-  // trace events: only the global set's, on rank 0, is given one.
+  // `timeline` (may be null) receives its trace events: only the global
+  // set's, on rank 0, is given one.
   // `channel`: the job's process-set channel, for the global set only
   // (its device operations may build sub-transports at construction).
   // `hvdrun` (may be null): told when the coordinator stops on an error.

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "core/transport.h"
+#include "registry/transports.h"
 #include "parse_bytes.h"
 
 namespace {

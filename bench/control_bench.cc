@@ -26,7 +26,7 @@
 #include "backend/gloo/gloo_controller.h"
 #include "backend/shm/shm_controller.h"
 #include "backend/tcp/tcp_controller.h"
-#include "core/transport.h"
+#include "registry/transports.h"
 #include "settings/settings.h"
 
 namespace {

@@ -125,7 +125,7 @@ std::vector<ChildSpec> gloo_children(const Options& options,
     env[variable(Setting::kCpuOperations)] = "gloo";
     env[variable(Setting::kGlooRendezvousAddr)] = rendezvous.host;
     env[variable(Setting::kGlooRendezvousPort)] = std::to_string(rendezvous.port);
-    // The same store takes the ranks' reports (horovodcpp/core/hvdrun_link.h).
+    // The same store takes the ranks' reports (horovodcpp/core/runtime/hvdrun_link.h).
     env[variable(Setting::kHvdrunStore)] = rendezvous.host + ":" + std::to_string(rendezvous.port);
     if (!options.network_interfaces.empty()) {
       // Gloo uses one interface; NCCL may use them all (as horovodrun does).

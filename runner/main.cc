@@ -258,7 +258,7 @@ void check_remote_hosts(const Options& options, const std::vector<std::string>& 
                     " s ('" + join_quoted(blamed->argv) + "' " + detail + ")"};
 }
 
-// The store the ranks report to (horovodcpp/core/hvdrun_link.h): reachable
+// The store the ranks report to (horovodcpp/core/runtime/hvdrun_link.h): reachable
 // from every host of the job; in Gloo mode also the rendezvous.
 std::unique_ptr<hvd::TcpStoreServer> start_store(const std::vector<std::string>& remote_hosts) {
   try {

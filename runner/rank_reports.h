@@ -1,5 +1,5 @@
 // RankReports: what the ranks tell hvdrun through the store it serves while
-// the job runs (horovodcpp/core/hvdrun_link.h): each rank's pid, and the
+// the job runs (horovodcpp/core/runtime/hvdrun_link.h): each rank's pid, and the
 // failures their coordinators stopped on.
 #pragma once
 

@@ -18,9 +18,9 @@
 #include <tuple>
 #include <vector>
 
-#include "core/backend.h"
-#include "core/controller.h"
-#include "core/transport.h"
+#include "core/execution/backend.h"
+#include "core/negotiation/controller.h"
+#include "registry/transports.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/timeline.h"
+#include "core/diagnostics/timeline.h"
 
 namespace hvd::test {
 

@@ -4,7 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/check.h"
+#include "base/check.h"
 
 #define HVD_CUDA_CHECK(call)                                                          \
   do {                                                                                \

@@ -3,7 +3,7 @@
 
 #include <atomic>
 
-#include "core/gpu_events.h"
+#include "core/device/gpu_events.h"
 
 namespace hvd {
 

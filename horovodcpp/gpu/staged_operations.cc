@@ -6,8 +6,8 @@
 #include <thread>
 #include <utility>
 
-#include "core/device_completion.h"
-#include "core/timeline_span.h"
+#include "core/device/device_completion.h"
+#include "core/diagnostics/timeline_span.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_tensor.h"
 

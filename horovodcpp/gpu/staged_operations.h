@@ -19,8 +19,8 @@
 #include <memory>
 #include <string>
 
-#include "core/completion_poller.h"
-#include "core/device_operations.h"
+#include "core/device/completion_poller.h"
+#include "core/device/device_operations.h"
 #include "gpu/cuda_events.h"
 
 namespace hvd {

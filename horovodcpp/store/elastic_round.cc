@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "core/check.h"
+#include "base/check.h"
 
 namespace hvd {
 namespace elastic {

@@ -13,7 +13,7 @@
 #include <thread>
 #include <utility>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "store/counter.h"
 
 namespace hvd {

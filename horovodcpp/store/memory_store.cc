@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "store/counter.h"
 
 namespace hvd {

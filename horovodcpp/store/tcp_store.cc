@@ -10,7 +10,7 @@
 #include <thread>
 #include <utility>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "store/tcp_connect.h"
 #include "store/tcp_store_protocol.h"
 

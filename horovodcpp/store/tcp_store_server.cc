@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "store/counter.h"
 #include "store/tcp_store_protocol.h"
 

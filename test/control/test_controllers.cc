@@ -28,7 +28,7 @@
 #include "backend/shm/shm_controller.h"
 #include "backend/tcp/tcp_controller.h"
 #include "backend_conformance.h"
-#include "core/layered_controller.h"
+#include "core/negotiation/layered_controller.h"
 #include "fault_subjob.h"
 #include "horovodcpp/errors.h"
 #include "settings/settings.h"
@@ -183,7 +183,7 @@ INSTANTIATE_TEST_SUITE_P(Planes, PlaneTest, ::testing::Values("shm", "tcp", "tcp
                            return std::string(info.param);
                          });
 
-// ---- Which control plane Gloo mode picks (core/transport.cc)
+// ---- Which control plane Gloo mode picks (registry/transports.cc)
 
 class ScopedSetting {
  public:

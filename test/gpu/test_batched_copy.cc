@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "core/batched_copy_plan.h"
+#include "core/device/batched_copy_plan.h"
 #include "gpu/batched_copy.h"
 #include "gpu_test_util.h"
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "core/completion_poller.h"
+#include "core/device/completion_poller.h"
 #include "gpu_test_util.h"
 
 namespace hvd {

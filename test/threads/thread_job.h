@@ -13,8 +13,8 @@
 
 #include "backend/gloo/gloo_context.h"
 #include "backend/gloo/gloo_controller.h"
-#include "core/backend.h"
-#include "core/controller.h"
+#include "core/execution/backend.h"
+#include "core/negotiation/controller.h"
 #include "store/memory_store.h"
 
 namespace hvd {

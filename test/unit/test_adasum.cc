@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "../adasum_reference.h"
-#include "core/adasum.h"
+#include "core/execution/adasum.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/autotuner.h"
+#include "core/diagnostics/autotuner.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

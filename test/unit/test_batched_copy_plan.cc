@@ -4,7 +4,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/batched_copy_plan.h"
+#include "core/device/batched_copy_plan.h"
 
 namespace hvd {
 namespace {

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/cache_negotiation.h"
+#include "core/negotiation/cache_negotiation.h"
 
 namespace hvd {
 namespace {

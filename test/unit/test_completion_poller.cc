@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "../timeline_file.h"
-#include "core/completion_poller.h"
-#include "core/device_completion.h"
+#include "core/device/completion_poller.h"
+#include "core/device/device_completion.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

@@ -1,7 +1,7 @@
 // Fusion planning: same-key allreduces share a buffer up to the threshold.
 #include <gtest/gtest.h>
 
-#include "core/fusion_plan.h"
+#include "core/execution/fusion_plan.h"
 
 namespace hvd {
 namespace {

@@ -1,11 +1,11 @@
 // The hierarchical allreduce of CUDA tensors: when it applies, and the
-// padding and shards of a fused buffer (core/hierarchical_allreduce_plan.h).
+// padding and shards of a fused buffer (core/execution/hierarchical_allreduce_plan.h).
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "core/check.h"
-#include "core/hierarchical_allreduce_plan.h"
+#include "base/check.h"
+#include "core/execution/hierarchical_allreduce_plan.h"
 
 namespace hvd {
 namespace {

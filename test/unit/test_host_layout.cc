@@ -1,11 +1,11 @@
 // host_layout: the hosts of a job from a key per rank, as the host-staged
-// backend groups them (hierarchical_backend.h).
+// backend groups them (core/process_sets/host_layout.h).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "backend/shm/hierarchical_backend.h"
+#include "core/process_sets/host_layout.h"
 
 namespace hvd {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/hvdrun_link.h"
+#include "core/runtime/hvdrun_link.h"
 #include "horovodcpp/errors.h"
 #include "store/tcp_store.h"
 #include "store/tcp_store_server.h"

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "core/logging.h"
+#include "core/diagnostics/logging.h"
 
 namespace hvd {
 namespace {

@@ -1,7 +1,7 @@
 // Round trips of the negotiation messages and rejection of corrupt input.
 #include <gtest/gtest.h>
 
-#include "core/message.h"
+#include "core/negotiation/message.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

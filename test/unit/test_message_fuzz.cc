@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/message.h"
+#include "core/negotiation/message.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

@@ -1,7 +1,7 @@
 // Rank 0's negotiation: readiness, agreed order and mismatch messages.
 #include <gtest/gtest.h>
 
-#include "core/message_table.h"
+#include "core/negotiation/message_table.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

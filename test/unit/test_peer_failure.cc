@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/peer_failure.h"
+#include "core/diagnostics/peer_failure.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/process_set_rules.h"
-#include "core/subset_topology.h"
+#include "core/process_sets/process_set_rules.h"
+#include "core/process_sets/subset_topology.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/process_set.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/half.h"
-#include "core/reduction.h"
+#include "core/execution/reduction.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 

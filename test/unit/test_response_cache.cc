@@ -2,7 +2,7 @@
 // eviction (identical on every rank because it follows agreed events only).
 #include <gtest/gtest.h>
 
-#include "core/response_cache.h"
+#include "core/negotiation/response_cache.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

@@ -5,8 +5,8 @@
 
 #include <cstdlib>
 
-#include "core/message_table.h"
-#include "core/stall_inspector.h"
+#include "core/negotiation/message_table.h"
+#include "core/diagnostics/stall_inspector.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

@@ -3,7 +3,7 @@
 
 #include <thread>
 
-#include "core/tensor_queue.h"
+#include "core/negotiation/tensor_queue.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/work.h"
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "../timeline_file.h"
-#include "core/timeline.h"
-#include "core/timeline_span.h"
+#include "core/diagnostics/timeline.h"
+#include "core/diagnostics/timeline_span.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/check.h"
-#include "core/reduction.h"
+#include "base/check.h"
+#include "core/execution/reduction.h"
 
 namespace hvd {
 namespace {

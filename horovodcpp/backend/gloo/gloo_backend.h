@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/gloo/gloo_context.h"
-#include "core/backend.h"
+#include "core/execution/backend.h"
 
 namespace hvd {
 

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "backend/gloo/gloo_store_adapter.h"
-#include "core/check.h"
-#include "core/elastic_worker.h"
-#include "core/hvdrun_link.h"
-#include "core/logging.h"
-#include "core/peer_failure.h"
+#include "base/check.h"
+#include "core/diagnostics/logging.h"
+#include "core/diagnostics/peer_failure.h"
+#include "core/runtime/elastic_worker.h"
+#include "core/runtime/hvdrun_link.h"
 #include "settings/settings.h"
 #include "store/file_store.h"
 #include "store/tcp_store.h"

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/controller.h"
+#include "core/negotiation/controller.h"
 #include "store/store.h"
 
 namespace hvd {
@@ -86,7 +86,7 @@ class GlooContext {
   // Runs `fn`, a collective on control() or data() (`what` names it in
   // errors), and turns whatever Gloo throws into an hvd::Error. A lost
   // connection or an expired timeout means that a peer failed: this rank
-  // gives up on the context (core/peer_failure.h): it posts a notice in the
+  // gives up on the context (core/diagnostics/peer_failure.h): it posts a notice in the
   // store, closes its connections, so that peers blocked on it fail at once
   // too, and throws the RankFailure naming the ranks that posted none within
   // the roll-call window. Every later call throws that error again. Any

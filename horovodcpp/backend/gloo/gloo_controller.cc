@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/check.h"
+#include "base/check.h"
 
 namespace hvd {
 namespace {

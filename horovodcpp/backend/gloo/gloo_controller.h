@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/gloo/gloo_context.h"
-#include "core/controller.h"
+#include "core/negotiation/controller.h"
 
 namespace hvd {
 

@@ -1,5 +1,5 @@
 // GlooContext::create_elastic: the rendezvous of an elastic job's worker
-// (core/elastic_worker.h). Its place comes from the newest membership round;
+// (core/runtime/elastic_worker.h). Its place comes from the newest membership round;
 // the members of round N meet under "horovodcpp/elastic/N/". A round can
 // fail to come together (a member died, or hvdrun published a newer one
 // meanwhile): the worker then moves on to the next round, until its elastic
@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "backend/gloo/gloo_context.h"
-#include "core/check.h"
-#include "core/elastic_worker.h"
-#include "core/logging.h"
+#include "base/check.h"
+#include "core/runtime/elastic_worker.h"
+#include "core/diagnostics/logging.h"
 
 namespace hvd {
 namespace {

@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "backend/gloo/gloo_backend.h"
-#include "core/check.h"
-#include "core/subset_topology.h"
-#include "core/transport.h"
+#include "base/check.h"
+#include "core/execution/transport.h"
+#include "core/process_sets/subset_topology.h"
 
 namespace hvd {
 

@@ -4,7 +4,7 @@
 // the timeout), and each set gets Gloo contexts of its own that its members
 // connect through the same store, so no coordinator's context is touched.
 // A set's controller comes from the factory the composition gives (the
-// control plane it chose for Gloo mode, core/transport.cc).
+// control plane it chose for Gloo mode, registry/transports.cc).
 #pragma once
 
 #include <memory>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backend/gloo/gloo_context.h"
-#include "core/process_set_channel.h"
+#include "core/process_sets/process_set_channel.h"
 
 namespace hvd {
 

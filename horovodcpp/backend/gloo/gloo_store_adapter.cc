@@ -4,7 +4,7 @@
 #include <atomic>
 #include <utility>
 
-#include "core/check.h"
+#include "base/check.h"
 
 namespace hvd {
 

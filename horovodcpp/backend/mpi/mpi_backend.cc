@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "backend/mpi/mpi_check.h"
-#include "core/check.h"
+#include "base/check.h"
 
 namespace hvd {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "backend/mpi/mpi_context.h"
 #include "backend/mpi/mpi_user_ops.h"
-#include "core/backend.h"
+#include "core/execution/backend.h"
 
 namespace hvd {
 

@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "backend/mpi/mpi_check.h"
-#include "core/check.h"
-#include "core/peer_failure.h"
-#include "core/usable_cpus.h"
+#include "base/check.h"
+#include "core/diagnostics/peer_failure.h"
+#include "core/runtime/usable_cpus.h"
 
 namespace hvd {
 namespace {

@@ -8,7 +8,7 @@
 #include "backend/mpi/mpi_check.h"
 #include "backend/mpi/mpi_roll_call.h"
 #include "backend/mpi/mpi_wait.h"
-#include "core/controller.h"
+#include "core/negotiation/controller.h"
 
 namespace hvd {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backend/mpi/mpi_context.h"
-#include "core/controller.h"
+#include "core/negotiation/controller.h"
 
 namespace hvd {
 

@@ -7,8 +7,8 @@
 
 #include "backend/mpi/mpi_backend.h"
 #include "backend/mpi/mpi_controller.h"
-#include "core/check.h"
-#include "core/transport.h"
+#include "base/check.h"
+#include "core/execution/transport.h"
 
 namespace hvd {
 namespace {

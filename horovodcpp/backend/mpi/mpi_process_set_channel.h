@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend/mpi/mpi_context.h"
-#include "core/process_set_channel.h"
+#include "core/process_sets/process_set_channel.h"
 
 namespace hvd {
 

@@ -5,9 +5,9 @@
 #include <thread>
 
 #include "backend/mpi/mpi_context.h"
-#include "core/check.h"
-#include "core/logging.h"
-#include "core/peer_failure.h"
+#include "base/check.h"
+#include "core/diagnostics/logging.h"
+#include "core/diagnostics/peer_failure.h"
 
 namespace hvd {
 namespace {

@@ -1,5 +1,5 @@
 // MpiRollCall: how the ranks of one communicator that gave up on a
-// collective find out which ranks stopped answering (core/peer_failure.h).
+// collective find out which ranks stopped answering (core/diagnostics/peer_failure.h).
 // A rank that gives up sends a notice (the ranks it already blames, maybe
 // none) to every other rank on a communicator of its own; a rank still
 // waiting sees the notice and gives up at once instead of at its own

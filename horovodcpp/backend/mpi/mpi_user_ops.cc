@@ -2,8 +2,8 @@
 
 #include <cstddef>
 
-#include "core/check.h"
-#include "core/reduction.h"
+#include "base/check.h"
+#include "core/execution/reduction.h"
 
 namespace hvd {
 namespace {

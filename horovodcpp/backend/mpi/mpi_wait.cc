@@ -6,7 +6,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/peer_failure.h"
+#include "core/diagnostics/peer_failure.h"
 
 namespace hvd {
 

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "backend/nccl/nccl_communicator.h"
-#include "core/backend.h"
+#include "core/execution/backend.h"
 
 namespace hvd {
 

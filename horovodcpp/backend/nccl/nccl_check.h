@@ -6,7 +6,7 @@
 
 #include <nccl.h>
 
-#include "core/check.h"
+#include "base/check.h"
 
 #define HVD_NCCL_CHECK(call)                                                       \
   do {                                                                             \

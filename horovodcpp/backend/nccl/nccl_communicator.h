@@ -16,7 +16,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "core/controller.h"
+#include "core/negotiation/controller.h"
 
 namespace hvd {
 

@@ -7,16 +7,15 @@
 
 #include "backend/nccl/nccl_backend.h"
 #include "backend/nccl/nccl_types.h"
-#include "core/batched_copy_plan.h"
-#include "core/check.h"
-#include "core/hierarchical_allreduce_plan.h"
-#include "core/logging.h"
+#include "base/check.h"
+#include "core/device/batched_copy_plan.h"
+#include "core/diagnostics/logging.h"
+#include "core/execution/hierarchical_allreduce_plan.h"
+#include "core/negotiation/root_decides.h"
+#include "core/process_sets/host_layout.h"
+#include "core/process_sets/internal_set_ids.h"
 #include "gpu/batched_copy.h"
 #include "gpu/cuda_check.h"
-
-#if HVD_HAVE_SHM
-#include "backend/shm/hierarchical_backend.h"  // host_layout, every_rank_can_split_hosts
-#endif
 
 namespace hvd {
 
@@ -149,8 +148,7 @@ std::unique_ptr<HierarchicalAllreduce> maybe_hierarchical_allreduce(Controller& 
     return nullptr;
   }
   // Rank 0's setting decides for all, as HOROVODCPP_SHM.
-  if (controller.broadcast_from_root(wanted ? "1" : "0") != "1") return nullptr;
-#if HVD_HAVE_SHM
+  if (!root_decides(controller, wanted)) return nullptr;
   const HostLayout layout = host_layout(channel->host_keys(), topology.rank);
   std::vector<std::size_t> per_host;
   for (const std::vector<int>& ranks : layout.hosts) per_host.push_back(ranks.size());
@@ -187,13 +185,6 @@ std::unique_ptr<HierarchicalAllreduce> maybe_hierarchical_allreduce(Controller& 
                   << " ranks; NCCL inside each host, the CPU transport across hosts";
   }
   return std::make_unique<HierarchicalAllreduce>(std::move(host), std::move(cross));
-#else
-  if (topology.rank == 0) {
-    HVD_LOG(Warning) << "HOROVODCPP_HIERARCHICAL_ALLREDUCE=1 is ignored: this build lacks the "
-                        "host layout (HVD_WITH_SHM); CUDA allreduce uses one NCCL communicator";
-  }
-  return nullptr;
-#endif
 }
 
 }  // namespace hvd

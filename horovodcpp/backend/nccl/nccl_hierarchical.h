@@ -17,18 +17,14 @@
 #include <vector>
 
 #include "backend/nccl/nccl_communicator.h"
-#include "core/gpu_events.h"
-#include "core/process_set_channel.h"
-#include "core/tensor_queue.h"
-#include "core/transport.h"
+#include "core/device/gpu_events.h"
+#include "core/process_sets/process_set_channel.h"
+#include "core/negotiation/tensor_queue.h"
+#include "core/execution/transport.h"
 #include "gpu/device_tensor.h"
 #include "gpu/staged_operations.h"  // PinnedBuffer
 
 namespace hvd {
-
-// Sub-transport ids (the host-staged CPU backend takes -1 - h and -100001 - l).
-constexpr int kGpuHostSetId = -200001;   // - h: the ranks of host h
-constexpr int kGpuCrossSetId = -300001;  // - l: the l-th rank of every host
 
 class HierarchicalAllreduce {
  public:

@@ -2,9 +2,9 @@
 
 #include <utility>
 
-#include "core/batched_copy_plan.h"
-#include "core/device_completion.h"
-#include "core/timeline_span.h"
+#include "core/device/batched_copy_plan.h"
+#include "core/device/device_completion.h"
+#include "core/diagnostics/timeline_span.h"
 #include "gpu/batched_copy.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_tensor.h"

@@ -20,8 +20,8 @@
 
 #include "backend/nccl/nccl_backend.h"
 #include "backend/nccl/nccl_hierarchical.h"
-#include "core/completion_poller.h"
-#include "core/device_operations.h"
+#include "core/device/completion_poller.h"
+#include "core/device/device_operations.h"
 #include "gpu/cuda_events.h"
 #include "gpu/device_tensor.h"
 

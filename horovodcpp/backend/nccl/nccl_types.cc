@@ -1,6 +1,6 @@
 #include "backend/nccl/nccl_types.h"
 
-#include "core/check.h"
+#include "base/check.h"
 
 namespace hvd {
 

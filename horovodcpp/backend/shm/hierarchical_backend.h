@@ -5,10 +5,10 @@
 // transport's flat backend (the inner one), which still runs allgatherv,
 // broadcast, alltoallv and reducescatter.
 //
-// Its sub-transports come from the job's ProcessSetChannel under negative
-// ids, which user process sets (1, 2, ...) never take:
-//   kHostSetId - h   the ranks of host h (only hosts with several ranks)
-//   kCrossSetId - l  the l-th rank of every host ("cross l")
+// Its sub-transports come from the job's ProcessSetChannel under the ids
+// reserved for it (core/process_sets/internal_set_ids.h):
+//   kShmHostSetId - h   the ranks of host h (only hosts with several ranks)
+//   kShmCrossSetId - l  the l-th rank of every host ("cross l")
 #pragma once
 
 #include <cstddef>
@@ -17,35 +17,13 @@
 #include <vector>
 
 #include "backend/shm/shm_backend.h"
-#include "core/backend.h"
-#include "core/controller.h"
-#include "core/process_set_channel.h"
-#include "core/transport.h"
+#include "core/execution/backend.h"
+#include "core/negotiation/controller.h"
+#include "core/process_sets/host_layout.h"
+#include "core/process_sets/process_set_channel.h"
+#include "core/execution/transport.h"
 
 namespace hvd {
-
-constexpr int kHostSetId = -1;
-constexpr int kCrossSetId = -100001;
-
-// The hosts of a job, from a key per global rank (ProcessSetChannel::host_keys).
-struct HostLayout {
-  // Each host's global ranks, ascending; hosts in the order of their lowest rank.
-  std::vector<std::vector<int>> hosts;
-  int host = 0;   // this rank's host
-  int local = 0;  // this rank's index among its host's ranks
-  // Every host has the same number of ranks.
-  bool even() const;
-  // The ranks with index `l` on their host, ascending (hosts with more than l ranks).
-  std::vector<int> cross(int l) const;
-};
-HostLayout host_layout(const std::vector<std::string>& keys, int rank);
-
-// Collective over every rank of the job: true on every rank if every rank
-// can build sub-transports over `layout` (its host key agrees with its
-// topology, and `channel` can create transports). A rank that cannot logs
-// why, after `what` ("hierarchical allreduce is not possible").
-bool every_rank_can_split_hosts(const HostLayout& layout, Controller& controller,
-                                ProcessSetChannel& channel, const char* what);
 
 class HostStagedBackend : public Backend {
  public:

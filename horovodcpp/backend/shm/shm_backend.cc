@@ -6,11 +6,12 @@
 #include <utility>
 
 #include "backend/shm/shm_setup.h"
-#include "core/check.h"
-#include "core/logging.h"
-#include "core/peer_failure.h"
-#include "core/reduction.h"
-#include "core/usable_cpus.h"
+#include "base/check.h"
+#include "core/diagnostics/logging.h"
+#include "core/diagnostics/peer_failure.h"
+#include "core/execution/reduction.h"
+#include "core/negotiation/root_decides.h"
+#include "core/runtime/usable_cpus.h"
 #include "settings/settings.h"
 
 namespace hvd {
@@ -231,8 +232,7 @@ void ShmBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
 }
 
 bool shm_agreed(Controller& controller) {
-  const bool wanted = settings::read_bool(settings::Setting::kShm);
-  return controller.broadcast_from_root(wanted ? "1" : "0") == "1";
+  return root_decides(controller, settings::read_bool(settings::Setting::kShm));
 }
 
 std::unique_ptr<Backend> maybe_use_shm(std::unique_ptr<Backend> backend, Controller& controller) {

@@ -20,8 +20,8 @@
 
 #include "backend/shm/shm_pipeline.h"
 #include "backend/shm/shm_segment.h"
-#include "core/backend.h"
-#include "core/controller.h"
+#include "core/execution/backend.h"
+#include "core/negotiation/controller.h"
 
 namespace hvd {
 

@@ -6,8 +6,9 @@
 
 #include "backend/shm/shm_backend.h"
 #include "backend/shm/shm_setup.h"
-#include "core/check.h"
-#include "core/usable_cpus.h"
+#include "base/check.h"
+#include "core/negotiation/root_decides.h"
+#include "core/runtime/usable_cpus.h"
 
 namespace hvd {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "backend/shm/shm_pipeline.h"
 #include "backend/shm/shm_segment.h"
-#include "core/controller.h"
+#include "core/negotiation/controller.h"
 
 namespace hvd {
 

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "core/check.h"
-#include "core/peer_failure.h"
+#include "base/check.h"
+#include "core/diagnostics/peer_failure.h"
 
 namespace hvd {
 namespace shm {

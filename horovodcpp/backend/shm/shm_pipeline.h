@@ -21,7 +21,7 @@
 
 #include "backend/shm/shm_segment.h"
 #include "backend/shm/shm_wait.h"
-#include "core/peer_failure.h"
+#include "core/diagnostics/peer_failure.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

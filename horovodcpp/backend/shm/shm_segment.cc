@@ -10,7 +10,7 @@
 #include <new>
 #include <utility>
 
-#include "core/check.h"
+#include "base/check.h"
 
 namespace hvd {
 namespace shm {

@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "backend/shm/shm_wait.h"
-#include "core/agree_on_errors.h"
-#include "core/check.h"
-#include "core/logging.h"
+#include "core/negotiation/agree_on_errors.h"
+#include "base/check.h"
+#include "core/diagnostics/logging.h"
 
 namespace hvd {
 namespace shm {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "backend/shm/shm_segment.h"
-#include "core/controller.h"
+#include "core/negotiation/controller.h"
 
 namespace hvd {
 namespace shm {

@@ -15,10 +15,10 @@
 #include <thread>
 #include <utility>
 
-#include "core/agree_on_errors.h"
-#include "core/check.h"
-#include "core/logging.h"
-#include "core/usable_cpus.h"
+#include "core/negotiation/agree_on_errors.h"
+#include "base/check.h"
+#include "core/diagnostics/logging.h"
+#include "core/runtime/usable_cpus.h"
 #include "store/tcp_connect.h"
 
 namespace hvd {

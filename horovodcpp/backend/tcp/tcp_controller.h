@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "backend/tcp/tcp_link.h"
-#include "core/controller.h"
+#include "core/negotiation/controller.h"
 
 namespace hvd {
 

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/check.h"
-#include "core/peer_failure.h"
+#include "base/check.h"
+#include "core/diagnostics/peer_failure.h"
 #include "store/tcp_connect.h"
 
 namespace hvd {
@@ -84,7 +84,7 @@ bool TcpLink::receive(const char* what) {
       if (errno == EINTR) continue;
       if (would_block()) return false;
       HVD_THROW(PeerSilent, "TCP control " << what << ": lost the connection to rank " << peer_
-                                            << " (did it die?): " << std::strerror(errno));
+                                           << " (did it die?): " << std::strerror(errno));
     }
     HVD_CHECK(got > 0, PeerSilent,
               "TCP control " << what << ": rank " << peer_

@@ -14,17 +14,19 @@
 // The Python front ends wrap this loop (hvd.elastic.run and the State classes).
 #pragma once
 
+#include "horovodcpp/export.h"
+
 namespace hvd {
 
 // True when hvdrun started this process as an elastic job's worker.
-bool elastic_enabled();
+HVD_EXPORT bool elastic_enabled();
 // The membership round this process's runtime last joined (0: none, or not
 // an elastic job).
-long long elastic_round();
+HVD_EXPORT long long elastic_round();
 // True when hvdrun has published a newer membership than the one joined
 // (hosts were added or removed): every rank should reach a common point,
 // then shutdown() and init() to join it. Asks hvdrun's store, so call it on
 // one rank and broadcast the answer. False outside an elastic job.
-bool elastic_hosts_updated();
+HVD_EXPORT bool elastic_hosts_updated();
 
 }  // namespace hvd

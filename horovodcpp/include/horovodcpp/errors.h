@@ -7,34 +7,36 @@
 #include <utility>
 #include <vector>
 
+#include "horovodcpp/export.h"
+
 namespace hvd {
 
-class Error : public std::runtime_error {
+class HVD_EXPORT Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 // The call itself is wrong: bad shape, unsupported dtype/op, not initialized.
-class InvalidArgument : public Error {
+class HVD_EXPORT InvalidArgument : public Error {
  public:
   using Error::Error;
 };
 
 // Ranks submitted the same tensor name with different dtype, shape, op,
 // root, scale factors, device or operation.
-class Mismatch : public Error {
+class HVD_EXPORT Mismatch : public Error {
  public:
   using Error::Error;
 };
 
 // A wait with a timeout expired; the operation is still in flight.
-class Timeout : public Error {
+class HVD_EXPORT Timeout : public Error {
  public:
   using Error::Error;
 };
 
 // A rank failed or left (shut down) before the operation could complete.
-class RankFailure : public Error {
+class HVD_EXPORT RankFailure : public Error {
  public:
   // `ranks`: the ranks that died or stopped answering, when this rank could
   // tell which (a dead process, a roll call of the survivors); else empty.
@@ -47,7 +49,7 @@ class RankFailure : public Error {
 };
 
 // The communication library (MPI, Gloo, NCCL, CUDA) reported an error.
-class BackendError : public Error {
+class HVD_EXPORT BackendError : public Error {
  public:
   using Error::Error;
 };

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "horovodcpp/errors.h"
+#include "horovodcpp/export.h"
 #include "horovodcpp/process_set.h"
 #include "horovodcpp/tensor.h"
 #include "horovodcpp/types.h"
@@ -25,47 +26,47 @@ namespace hvd {
 // Starts the runtime (and MPI if nobody has yet). Settings come from the
 // environment (HOROVODCPP_*, or Horovod's HOROVOD_* names). After
 // shutdown(), init() may be called again.
-void init();
+HVD_EXPORT void init();
 // init(), then add_process_set() of each rank list in order (ids 1, 2, ...;
 // process_sets() lists them). Every rank must pass the same lists.
 // InvalidArgument if already initialized.
-void init(const std::vector<std::vector<int>>& process_sets);
+HVD_EXPORT void init(const std::vector<std::vector<int>>& process_sets);
 // Stops every process set's coordinator, then the global one. Operations
 // still pending on any rank fail with hvd::RankFailure on every rank. Safe
 // to call twice.
-void shutdown();
-bool is_initialized();
+HVD_EXPORT void shutdown();
+HVD_EXPORT bool is_initialized();
 
 // This rank's place in the job (the global process set).
-int rank();
-int size();
-int local_rank();  // rank among the processes on this host
-int local_size();
-int cross_rank();  // index of this host among hosts (ranks with equal local_rank)
-int cross_size();
+HVD_EXPORT int rank();
+HVD_EXPORT int size();
+HVD_EXPORT int local_rank();  // rank among the processes on this host
+HVD_EXPORT int local_size();
+HVD_EXPORT int cross_rank();  // index of this host among hosts (ranks with equal local_rank)
+HVD_EXPORT int cross_size();
 // True when every host runs the same number of ranks (agreed at init()).
-bool is_homogeneous();
+HVD_EXPORT bool is_homogeneous();
 
 // The transports this build has ("mpi", "gloo"), in order of preference;
 // callable before init().
-std::vector<std::string> built_transports();
+HVD_EXPORT std::vector<std::string> built_transports();
 // What HOROVODCPP_GPU_OPERATIONS may name in this build: "nccl" when built
 // with NCCL, then the CPU transports CUDA tensors can be staged through;
 // empty without CUDA (CUDA tensors are refused). Callable before init().
-std::vector<std::string> built_gpu_operations();
+HVD_EXPORT std::vector<std::string> built_gpu_operations();
 // NCCL_VERSION_CODE of the NCCL this build uses (e.g. 22807 for 2.28.7),
 // 0 without NCCL (Horovod's nccl_built()). Callable before init().
-int nccl_version();
+HVD_EXPORT int nccl_version();
 // Whether MPI provides MPI_THREAD_MULTIPLE (other code may then call MPI
 // too). InvalidArgument when the job does not run on MPI.
-bool mpi_threads_supported();
+HVD_EXPORT bool mpi_threads_supported();
 // The transport this job runs on: HOROVODCPP_CPU_OPERATIONS (or
 // HOROVODCPP_CONTROLLER) as read at init(), else built_transports()[0].
-std::string transport();
+HVD_EXPORT std::string transport();
 // What the global process set's collectives run on: the transport's own
 // backend ("mpi", "gloo"), "shm" (one host: shared memory), or "shm+mpi" /
 // "shm+gloo" (several hosts: allreduce through shared memory inside each).
-std::string backend_name();
+HVD_EXPORT std::string backend_name();
 
 // Every collective runs on `process_set` (default: the global set, every
 // rank); only its members may submit to it (InvalidArgument at once
@@ -74,38 +75,41 @@ std::string backend_name();
 
 // Allreduce, out of place: `output` must have the dtype and element count of
 // `input` (it may alias it). output = postscale * reduce(prescale * input).
-Work allreduce_async(const TensorView& input, const TensorView& output,
-                     const std::string& name = "", ReduceOp op = ReduceOp::kAverage,
-                     double prescale_factor = 1.0, double postscale_factor = 1.0,
-                     const ProcessSet& process_set = global_process_set());
+HVD_EXPORT Work allreduce_async(const TensorView& input, const TensorView& output,
+                                const std::string& name = "", ReduceOp op = ReduceOp::kAverage,
+                                double prescale_factor = 1.0, double postscale_factor = 1.0,
+                                const ProcessSet& process_set = global_process_set());
 // Allreduce in place.
-Work allreduce_async(const TensorView& tensor, const std::string& name = "",
-                     ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-                     double postscale_factor = 1.0,
-                     const ProcessSet& process_set = global_process_set());
-void allreduce(const TensorView& input, const TensorView& output, const std::string& name = "",
-               ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-               double postscale_factor = 1.0, const ProcessSet& process_set = global_process_set());
-void allreduce(const TensorView& tensor, const std::string& name = "",
-               ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-               double postscale_factor = 1.0, const ProcessSet& process_set = global_process_set());
+HVD_EXPORT Work allreduce_async(const TensorView& tensor, const std::string& name = "",
+                                ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
+                                double postscale_factor = 1.0,
+                                const ProcessSet& process_set = global_process_set());
+HVD_EXPORT void allreduce(const TensorView& input, const TensorView& output,
+                          const std::string& name = "", ReduceOp op = ReduceOp::kAverage,
+                          double prescale_factor = 1.0, double postscale_factor = 1.0,
+                          const ProcessSet& process_set = global_process_set());
+HVD_EXPORT void allreduce(const TensorView& tensor, const std::string& name = "",
+                          ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
+                          double postscale_factor = 1.0,
+                          const ProcessSet& process_set = global_process_set());
 
 // Allgather: concatenates every rank's tensor along the first dimension,
 // which may differ between ranks (the other dimensions may not). The result
 // is allocated by the library: Work::output(). Scalars are gathered as
 // tensors of shape [1].
-Work allgather_async(const TensorView& input, const std::string& name = "",
-                     const ProcessSet& process_set = global_process_set());
-Tensor allgather(const TensorView& input, const std::string& name = "",
-                 const ProcessSet& process_set = global_process_set());
+HVD_EXPORT Work allgather_async(const TensorView& input, const std::string& name = "",
+                                const ProcessSet& process_set = global_process_set());
+HVD_EXPORT Tensor allgather(const TensorView& input, const std::string& name = "",
+                            const ProcessSet& process_set = global_process_set());
 
 // Broadcast in place from `root_rank` to every other rank. `root_rank` is
 // a global rank (hvd::rank() of the root), also on a process set, as in
 // Horovod; a root outside the set is an InvalidArgument on every member.
-Work broadcast_async(const TensorView& tensor, int root_rank, const std::string& name = "",
-                     const ProcessSet& process_set = global_process_set());
-void broadcast(const TensorView& tensor, int root_rank, const std::string& name = "",
-               const ProcessSet& process_set = global_process_set());
+HVD_EXPORT Work broadcast_async(const TensorView& tensor, int root_rank,
+                                const std::string& name = "",
+                                const ProcessSet& process_set = global_process_set());
+HVD_EXPORT void broadcast(const TensorView& tensor, int root_rank, const std::string& name = "",
+                          const ProcessSet& process_set = global_process_set());
 
 // Alltoall: this rank sends splits[j] rows (first-dimension slices) of
 // `input` to rank j, in rank order; empty `splits` sends equal parts (the
@@ -113,25 +117,27 @@ void broadcast(const TensorView& tensor, int root_rank, const std::string& name 
 // by the library, concatenates in rank order the rows every rank sent to
 // this one: Work::output(); how many rows came from each rank:
 // Work::received_splits().
-Work alltoall_async(const TensorView& input, const std::vector<std::int64_t>& splits = {},
-                    const std::string& name = "",
-                    const ProcessSet& process_set = global_process_set());
-Tensor alltoall(const TensorView& input, const std::vector<std::int64_t>& splits = {},
-                const std::string& name = "", std::vector<std::int64_t>* received_splits = nullptr,
-                const ProcessSet& process_set = global_process_set());
+HVD_EXPORT Work alltoall_async(const TensorView& input,
+                               const std::vector<std::int64_t>& splits = {},
+                               const std::string& name = "",
+                               const ProcessSet& process_set = global_process_set());
+HVD_EXPORT Tensor alltoall(const TensorView& input, const std::vector<std::int64_t>& splits = {},
+                           const std::string& name = "",
+                           std::vector<std::int64_t>* received_splits = nullptr,
+                           const ProcessSet& process_set = global_process_set());
 
 // Reducescatter: reduces `input` (same shape on every rank) like allreduce,
 // and rank r receives its share of the first dimension: rows are split as
 // evenly as possible, the first (rows % size) ranks getting one row more
 // (as Horovod does). `op` is Sum or Average. Result: Work::output().
-Work reducescatter_async(const TensorView& input, const std::string& name = "",
-                         ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-                         double postscale_factor = 1.0,
-                         const ProcessSet& process_set = global_process_set());
-Tensor reducescatter(const TensorView& input, const std::string& name = "",
-                     ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-                     double postscale_factor = 1.0,
-                     const ProcessSet& process_set = global_process_set());
+HVD_EXPORT Work reducescatter_async(const TensorView& input, const std::string& name = "",
+                                    ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
+                                    double postscale_factor = 1.0,
+                                    const ProcessSet& process_set = global_process_set());
+HVD_EXPORT Tensor reducescatter(const TensorView& input, const std::string& name = "",
+                                ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
+                                double postscale_factor = 1.0,
+                                const ProcessSet& process_set = global_process_set());
 
 // Grouped collectives: the tensors of a group are negotiated and executed
 // together. Member i is named "<name>.<i>" (an automatic group name when
@@ -141,46 +147,40 @@ Tensor reducescatter(const TensorView& input, const std::string& name = "",
 // HOROVODCPP_FUSION_THRESHOLD (even when it is 0). If any member fails
 // negotiation (e.g. a shape mismatch on one rank), every member fails on
 // every rank with the same message. One Work per member, in member order.
-std::vector<Work> grouped_allreduce_async(const std::vector<TensorView>& tensors,
-                                          const std::string& name = "",
-                                          ReduceOp op = ReduceOp::kAverage,
-                                          double prescale_factor = 1.0,
-                                          double postscale_factor = 1.0,
-                                          const ProcessSet& process_set = global_process_set());
-std::vector<Work> grouped_allreduce_async(
+HVD_EXPORT std::vector<Work> grouped_allreduce_async(
+    const std::vector<TensorView>& tensors, const std::string& name = "",
+    ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0, double postscale_factor = 1.0,
+    const ProcessSet& process_set = global_process_set());
+HVD_EXPORT std::vector<Work> grouped_allreduce_async(
     const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
     const std::string& name = "", ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
     double postscale_factor = 1.0, const ProcessSet& process_set = global_process_set());
-void grouped_allreduce(const std::vector<TensorView>& tensors, const std::string& name = "",
-                       ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-                       double postscale_factor = 1.0,
-                       const ProcessSet& process_set = global_process_set());
-void grouped_allreduce(const std::vector<TensorView>& inputs,
-                       const std::vector<TensorView>& outputs, const std::string& name = "",
-                       ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
-                       double postscale_factor = 1.0,
-                       const ProcessSet& process_set = global_process_set());
-std::vector<Work> grouped_allgather_async(const std::vector<TensorView>& inputs,
-                                          const std::string& name = "",
-                                          const ProcessSet& process_set = global_process_set());
-std::vector<Tensor> grouped_allgather(const std::vector<TensorView>& inputs,
-                                      const std::string& name = "",
-                                      const ProcessSet& process_set = global_process_set());
-std::vector<Work> grouped_reducescatter_async(const std::vector<TensorView>& inputs,
-                                              const std::string& name = "",
-                                              ReduceOp op = ReduceOp::kAverage,
-                                              double prescale_factor = 1.0,
-                                              double postscale_factor = 1.0,
-                                              const ProcessSet& process_set = global_process_set());
-std::vector<Tensor> grouped_reducescatter(const std::vector<TensorView>& inputs,
-                                          const std::string& name = "",
-                                          ReduceOp op = ReduceOp::kAverage,
-                                          double prescale_factor = 1.0,
-                                          double postscale_factor = 1.0,
-                                          const ProcessSet& process_set = global_process_set());
+HVD_EXPORT void grouped_allreduce(const std::vector<TensorView>& tensors,
+                                  const std::string& name = "", ReduceOp op = ReduceOp::kAverage,
+                                  double prescale_factor = 1.0, double postscale_factor = 1.0,
+                                  const ProcessSet& process_set = global_process_set());
+HVD_EXPORT void grouped_allreduce(const std::vector<TensorView>& inputs,
+                                  const std::vector<TensorView>& outputs,
+                                  const std::string& name = "", ReduceOp op = ReduceOp::kAverage,
+                                  double prescale_factor = 1.0, double postscale_factor = 1.0,
+                                  const ProcessSet& process_set = global_process_set());
+HVD_EXPORT std::vector<Work> grouped_allgather_async(
+    const std::vector<TensorView>& inputs, const std::string& name = "",
+    const ProcessSet& process_set = global_process_set());
+HVD_EXPORT std::vector<Tensor> grouped_allgather(
+    const std::vector<TensorView>& inputs, const std::string& name = "",
+    const ProcessSet& process_set = global_process_set());
+HVD_EXPORT std::vector<Work> grouped_reducescatter_async(
+    const std::vector<TensorView>& inputs, const std::string& name = "",
+    ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0, double postscale_factor = 1.0,
+    const ProcessSet& process_set = global_process_set());
+HVD_EXPORT std::vector<Tensor> grouped_reducescatter(
+    const std::vector<TensorView>& inputs, const std::string& name = "",
+    ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0, double postscale_factor = 1.0,
+    const ProcessSet& process_set = global_process_set());
 
 // Returns once every rank (of the process set) has called barrier().
-void barrier(const ProcessSet& process_set = global_process_set());
+HVD_EXPORT void barrier(const ProcessSet& process_set = global_process_set());
 
 // For uneven numbers of batches: a rank that has run out calls join() and
 // waits there. Until every rank has joined, the others' allreduces (any op)
@@ -191,7 +191,7 @@ void barrier(const ProcessSet& process_set = global_process_set());
 // collectives submitted after a rank joined fail on every rank with an
 // InvalidArgument naming the joined ranks. Returns, on every rank, the last
 // rank to join; then a new round of joins may start.
-int join();
+HVD_EXPORT int join();
 
 // Timeline: rank 0 writes a Chrome-trace JSON file (chrome://tracing,
 // Perfetto) of each tensor's phases to `path`, replacing any timeline in
@@ -200,7 +200,7 @@ int join();
 // ranks; may be called while operations run. Also started by init() from
 // HOROVODCPP_TIMELINE (and HOROVODCPP_TIMELINE_MARK_CYCLES=1), except for
 // HOROVODCPP_TIMELINE=DYNAMIC (Horovod's way to say: only at run time).
-void start_timeline(const std::string& path, bool mark_cycles = false);
-void stop_timeline();
+HVD_EXPORT void start_timeline(const std::string& path, bool mark_cycles = false);
+HVD_EXPORT void stop_timeline();
 
 }  // namespace hvd

@@ -18,6 +18,8 @@
 #include <memory>
 #include <vector>
 
+#include "horovodcpp/export.h"
+
 namespace hvd {
 
 class Runtime;
@@ -25,7 +27,7 @@ class Runtime;
 // A value naming one registered process set (cheap to copy). Obtained from
 // global_process_set(), add_process_set() or process_sets(); a default one
 // names no set.
-class ProcessSet {
+class HVD_EXPORT ProcessSet {
  public:
   ProcessSet() = default;
 
@@ -54,7 +56,7 @@ class ProcessSet {
 };
 
 // Every rank of the job (id 0). Throws InvalidArgument before init().
-ProcessSet global_process_set();
+HVD_EXPORT ProcessSet global_process_set();
 
 // Registers the set of the given global ranks (any order; duplicates, ranks
 // outside [0, size()) and an empty list are an InvalidArgument, as is a set
@@ -67,15 +69,15 @@ ProcessSet global_process_set();
 // hvd::Timeout (process sets can then no longer change until shutdown()).
 // With MPI, MPI must provide MPI_THREAD_MULTIPLE (several sets' threads call
 // MPI at once): BackendError otherwise.
-ProcessSet add_process_set(std::vector<int> ranks);
+HVD_EXPORT ProcessSet add_process_set(std::vector<int> ranks);
 
 // Unregisters `process_set`; collective over all ranks like
 // add_process_set(). Operations still pending on it fail with an error on
 // its members, later submissions with InvalidArgument. The global set cannot
 // be removed (InvalidArgument), nor an unknown or already removed one.
-void remove_process_set(const ProcessSet& process_set);
+HVD_EXPORT void remove_process_set(const ProcessSet& process_set);
 
 // Every registered set: the global one first, then by id.
-std::vector<ProcessSet> process_sets();
+HVD_EXPORT std::vector<ProcessSet> process_sets();
 
 }  // namespace hvd

@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "horovodcpp/export.h"
 #include "horovodcpp/types.h"
 
 namespace hvd {
 
 // A dense, row-major (contiguous) tensor in caller-owned memory.
-struct TensorView {
+struct HVD_EXPORT TensorView {
   void* data = nullptr;
   DataType dtype = DataType::kFloat32;
   std::vector<std::int64_t> shape;  // empty shape: a scalar
@@ -47,7 +48,7 @@ TensorView view(std::vector<T>& values) {
 // A tensor that owns its memory (shared between copies of the Tensor): host
 // memory the library allocated, or, for results of collectives on CUDA
 // tensors, device memory on `device()` (not readable from the host).
-class Tensor {
+class HVD_EXPORT Tensor {
  public:
   Tensor() = default;
   Tensor(DataType dtype, std::vector<std::int64_t> shape);  // host memory
@@ -78,6 +79,6 @@ class Tensor {
 };
 
 // "[2, 3]"
-std::string shape_str(const std::vector<std::int64_t>& shape);
+HVD_EXPORT std::string shape_str(const std::vector<std::int64_t>& shape);
 
 }  // namespace hvd

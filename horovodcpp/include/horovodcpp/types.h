@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "horovodcpp/export.h"
+
 namespace hvd {
 
 enum class DataType : std::uint8_t {
@@ -23,10 +25,10 @@ enum class DataType : std::uint8_t {
 constexpr int kNumDataTypes = 11;
 
 // Size of one element in bytes.
-std::size_t dtype_size(DataType dtype);
+HVD_EXPORT std::size_t dtype_size(DataType dtype);
 // "float32", "bfloat16", ...
-const char* dtype_name(DataType dtype);
-bool is_floating(DataType dtype);
+HVD_EXPORT const char* dtype_name(DataType dtype);
+HVD_EXPORT bool is_floating(DataType dtype);
 
 // Reductions of allreduce. Semantics per dtype (see docs/reductions.md):
 // - floating types: IEEE arithmetic; float16/bfloat16 accumulate in float32
@@ -40,11 +42,11 @@ bool is_floating(DataType dtype);
 //   coefficients of its own (docs/adasum.md).
 enum class ReduceOp : std::uint8_t { kSum, kAverage, kMin, kMax, kProduct, kAdasum };
 constexpr int kNumReduceOps = 6;
-const char* reduce_op_name(ReduceOp op);
+HVD_EXPORT const char* reduce_op_name(ReduceOp op);
 
 enum class DeviceType : std::uint8_t { kCPU, kCUDA };
 
-struct Device {
+struct HVD_EXPORT Device {
   DeviceType type = DeviceType::kCPU;
   int index = 0;  // GPU ordinal; 0 for the CPU
 
@@ -58,13 +60,13 @@ struct Device {
 };
 
 // 16-bit floating point storage types. Arithmetic goes through float.
-struct float16_t {
+struct HVD_EXPORT float16_t {
   std::uint16_t bits = 0;
   float16_t() = default;
   explicit float16_t(float value);
   explicit operator float() const;
 };
-struct bfloat16_t {
+struct HVD_EXPORT bfloat16_t {
   std::uint16_t bits = 0;
   bfloat16_t() = default;
   explicit bfloat16_t(float value);

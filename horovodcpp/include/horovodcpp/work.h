@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "horovodcpp/export.h"
 #include "horovodcpp/tensor.h"
 
 namespace hvd {
@@ -16,7 +17,7 @@ namespace detail {
 class WorkState;
 }
 
-class Work {
+class HVD_EXPORT Work {
  public:
   Work() = default;
   explicit Work(std::shared_ptr<detail::WorkState> state);

@@ -1,0 +1,85 @@
+// Backend: collectives on flat buffers. One implementation per communication
+// library (backend/mpi, backend/gloo, backend/nccl); the core never knows which.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "base/check.h"
+#include "core/execution/reduction.h"
+#include "horovodcpp/types.h"
+
+namespace hvd {
+
+struct BackendCapabilities {
+  // True if allreduce Sum/Product of float16/bfloat16 accumulates in float32
+  // and rounds once. If false, the core stages those through float32.
+  bool half_reduction_in_float32 = false;
+  // True for device backends (NCCL): buffers are device memory and each
+  // call returns once its work is queued on the backend's CUDA stream, not
+  // when it has completed.
+  bool stream_ordered = false;
+};
+
+// What every sendrecv checks before communicating: `peer` is a rank of the
+// `size` ranks, and an exchange with itself has equal counts.
+inline void check_sendrecv_arguments(int peer, int rank, int size, std::size_t send_count,
+                                     std::size_t recv_count) {
+  HVD_CHECK(peer >= 0 && peer < size, InvalidArgument,
+            "sendrecv: peer " << peer << " is not a rank of a job of size " << size);
+  HVD_CHECK(
+      peer != rank || send_count == recv_count, InvalidArgument,
+      "sendrecv with itself: " << send_count << " elements sent, " << recv_count << " received");
+}
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual BackendCapabilities capabilities() const = 0;
+
+  // In-place allreduce of `count` elements. `op` is Sum, Min, Max or
+  // Product (the core turns Average into Sum plus a division).
+  virtual void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) = 0;
+  // allreduce, then every element of the result scaled by factor / divisor
+  // as scale_in_place does (Average, postscale).
+  // A backend that can scale while the data is in its cache overrides this
+  // and saves a pass over the buffer.
+  virtual void allreduce_scaled(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                                double divisor, double factor) {
+    allreduce(buffer, count, dtype, op);
+    scale_in_place(dtype, buffer, count, divisor, factor);
+  }
+  // Rank r contributes counts[r] elements; `output` receives all of them
+  // concatenated in rank order. `input` holds counts[rank] elements.
+  virtual void allgatherv(const void* input, void* output,
+                          const std::vector<std::size_t>& counts, DataType dtype) = 0;
+  // In-place broadcast of `count` elements from `root`.
+  virtual void broadcast(void* buffer, std::size_t count, DataType dtype, int root) = 0;
+  // This rank sends send_counts[j] elements to rank j, taken consecutively
+  // from `input` in rank order, and receives recv_counts[r] elements from
+  // rank r into `output`, concatenated in rank order. Counts are elements;
+  // send_counts[j] on this rank equals recv_counts[this rank] on rank j.
+  virtual void alltoallv(const void* input, const std::vector<std::size_t>& send_counts,
+                         void* output, const std::vector<std::size_t>& recv_counts,
+                         DataType dtype) = 0;
+  // Reduces `buffer` (sum of counts elements, the same counts on every rank)
+  // across ranks and leaves rank r's share, counts[r] elements starting at
+  // the sum of counts[0..r), in `output` (not aliasing `buffer`). `buffer`
+  // may be clobbered. `op` is Sum, Min, Max or Product.
+  virtual void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
+                             DataType dtype, ReduceOp op) = 0;
+  // Pairwise exchange, collective over every rank: each calls it at the
+  // same time naming its partner `peer` (whose partner it is), sends
+  // `send_count` elements of `send` to it and receives the `recv_count`
+  // elements the partner sends into `recv` (which must not overlap
+  // `send`). A rank without a partner names itself: `send` is copied to
+  // `recv` (equal counts). The Adasum reduction is built on it
+  // (core/execution/adasum.h). The CPU backends implement it; this default refuses.
+  virtual void sendrecv(const void* /*send*/, std::size_t /*send_count*/, void* /*recv*/,
+                        std::size_t /*recv_count*/, DataType /*dtype*/, int /*peer*/) {
+    HVD_THROW(InvalidArgument, "the " << name() << " backend has no pairwise exchange (sendrecv)");
+  }
+};
+
+}  // namespace hvd

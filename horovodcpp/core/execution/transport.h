@@ -1,0 +1,32 @@
+// A transport: the Controller and Backend of one communication library over
+// a group of ranks (the job, or a process set), and for the job the channel
+// that builds process sets' transports. Which transports exist is the
+// registry's business (registry/transports.h).
+#pragma once
+
+#include <memory>
+
+#include "core/execution/backend.h"
+#include "core/negotiation/controller.h"
+#include "core/process_sets/process_set_channel.h"
+
+namespace hvd {
+
+struct Transport {
+  std::unique_ptr<Controller> controller;
+  std::unique_ptr<Backend> backend;
+  // Job-wide transports only (null in a process set's transport).
+  std::unique_ptr<ProcessSetChannel> process_sets;
+};
+
+// A controller and a backend sharing one context: one initialization of the
+// communication library, one topology.
+template <typename ControllerType, typename BackendType, typename Context>
+Transport transport_over(const std::shared_ptr<Context>& context) {
+  Transport transport;
+  transport.controller = std::make_unique<ControllerType>(context);
+  transport.backend = std::make_unique<BackendType>(context);
+  return transport;
+}
+
+}  // namespace hvd

@@ -1,0 +1,136 @@
+#include "core/negotiation/cache_negotiation.h"
+
+#include <set>
+
+#include "base/check.h"
+
+namespace hvd {
+namespace {
+
+// Word 0 carries the flags, then one bit per slot for hits, then one per
+// slot for invalidations. Flags and invalidations travel inverted so that
+// the AND over ranks is their OR.
+constexpr std::uint64_t kHasRequests = 1u << 0;
+constexpr std::uint64_t kShutdown = 1u << 1;
+constexpr std::uint64_t kJoined = 1u << 2;
+constexpr std::uint64_t kRootBusy = 1u << 3;
+
+bool bit(const std::vector<std::uint64_t>& words, std::size_t base, std::size_t slot) {
+  return (words[base + slot / 64] >> (slot % 64)) & 1u;
+}
+
+void flip(std::vector<std::uint64_t>& words, std::size_t base, std::size_t slot) {
+  words[base + slot / 64] ^= std::uint64_t{1} << (slot % 64);
+}
+
+// Grouped tensors and barriers always take the full round: a group must be
+// released as a whole, and barriers have a new automatic name every time.
+bool cacheable(const Request& request) {
+  return request.op_type != OpType::kJoin && request.op_type != OpType::kBarrier &&
+         request.group_id.empty();
+}
+
+}  // namespace
+
+CacheNegotiation::CacheNegotiation(std::size_t capacity, std::chrono::milliseconds stalled_after)
+    : cache_(capacity), stalled_after_(stalled_after) {
+  HVD_CHECK(capacity > 0, InvalidArgument, "CacheNegotiation needs a capacity");
+}
+
+CacheNegotiation::Outcome CacheNegotiation::agree(const std::vector<Request>& new_requests,
+                                                  const CycleFlags& flags,
+                                                  Controller& controller, Clock::time_point now) {
+  Outcome outcome;
+  served_slots_.clear();
+  outcome.to_negotiate = std::move(carried_);
+  carried_.clear();
+  std::set<std::size_t> invalid;
+  for (const Request& request : new_requests) {
+    ResponseCache::Found found = cache_.lookup(request);
+    if (!cacheable(request) && found.lookup == ResponseCache::Lookup::kHit) {
+      found.lookup = ResponseCache::Lookup::kInvalid;  // never served from the cache
+    }
+    if (found.lookup == ResponseCache::Lookup::kHit) {
+      pending_hits_.emplace(found.slot, PendingHit{request, now});
+      continue;
+    }
+    if (found.lookup == ResponseCache::Lookup::kInvalid) invalid.insert(found.slot);
+    outcome.to_negotiate.push_back(request);
+  }
+  for (const auto& [slot, hit] : pending_hits_) {
+    if (stalled_after_.count() > 0 && now - hit.since > stalled_after_) invalid.insert(slot);
+  }
+
+  const std::size_t slot_words = (cache_.slot_count() + 63) / 64;
+  const std::size_t hits_base = 1, invalid_base = 1 + slot_words;
+  std::vector<std::uint64_t> words(1 + 2 * slot_words, 0);
+  std::uint64_t mine = 0;
+  if (!outcome.to_negotiate.empty()) mine |= kHasRequests;
+  if (flags.shutdown) mine |= kShutdown;
+  if (flags.joined) mine |= kJoined;
+  if (flags.root_busy) mine |= kRootBusy;
+  words[0] = ~mine;
+  for (std::size_t w = invalid_base; w < words.size(); ++w) words[w] = ~std::uint64_t{0};
+  for (const auto& [slot, hit] : pending_hits_) flip(words, hits_base, slot);
+  for (std::size_t slot : invalid) flip(words, invalid_base, slot);
+
+  controller.bitwise_and(words);
+
+  const std::uint64_t any = ~words[0];
+  outcome.full_round = any != 0;
+  // Slots some rank invalidated go on every rank; a hit on one is negotiated.
+  for (std::size_t slot = 0; slot < cache_.slot_count(); ++slot) {
+    if (bit(words, invalid_base, slot)) continue;
+    outcome.full_round = true;
+    auto hit = pending_hits_.find(slot);
+    if (hit != pending_hits_.end()) {
+      outcome.to_negotiate.push_back(std::move(hit->second.request));
+      pending_hits_.erase(hit);
+    }
+    cache_.erase(slot);
+  }
+  if (any & kJoined) {
+    // A joined rank submits nothing, so no slot can be common: everything
+    // goes to rank 0, which lets tensors proceed without the joined ranks.
+    for (auto& [slot, hit] : pending_hits_) outcome.to_negotiate.push_back(std::move(hit.request));
+    pending_hits_.clear();
+  }
+  for (auto it = pending_hits_.begin(); it != pending_hits_.end();) {
+    if (bit(words, hits_base, it->first)) {
+      outcome.ready.push_back(cache_.response(it->first));
+      served_slots_.push_back(it->first);
+      it = pending_hits_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (outcome.full_round) {
+    for (const Request& request : outcome.to_negotiate) sent_[request.name] = request;
+  }
+  return outcome;
+}
+
+void CacheNegotiation::update(const std::vector<Response>& negotiated) {
+  for (std::size_t slot : served_slots_) cache_.touch(slot);
+  served_slots_.clear();
+  for (const Response& response : negotiated) {
+    auto it = sent_.find(response.name);
+    const Request* mine = it != sent_.end() ? &it->second : nullptr;
+    const bool ok = response.error_kind == ErrorKind::kNone;
+    if (ok && (mine ? cacheable(*mine) : cacheable(response.joined_template))) {
+      cache_.put(response, mine);
+    }
+    if (it != sent_.end()) sent_.erase(it);
+  }
+  // A put may have evicted a slot this rank still waits on.
+  for (auto it = pending_hits_.begin(); it != pending_hits_.end();) {
+    if (cache_.holds(it->first, it->second.request.name)) {
+      ++it;
+    } else {
+      carried_.push_back(std::move(it->second.request));
+      it = pending_hits_.erase(it);
+    }
+  }
+}
+
+}  // namespace hvd

@@ -1,0 +1,68 @@
+// CacheNegotiation: the steady state of negotiation (Horovod's design). A
+// rank's request that hits the response cache is not sent to rank 0; it
+// sets its slot's bit, and one bitwise AND over every rank's bit vector says
+// which cached tensors every rank has submitted. Only when some rank has a
+// new tensor, a changed one or something to announce (shutdown, join, rank
+// 0's pending work) does the cycle also run the full gather/broadcast.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/negotiation/controller.h"
+#include "core/negotiation/message.h"
+#include "core/negotiation/response_cache.h"
+
+namespace hvd {
+
+// What a rank announces in a cycle's bit vector (OR over ranks).
+struct CycleFlags {
+  bool shutdown = false;   // this rank is shutting down
+  bool joined = false;     // this rank waits in join(): no cache use this cycle
+  bool root_busy = false;  // rank 0 has pending tensors or news to broadcast
+};
+
+class CacheNegotiation {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `stalled_after`: a hit that waits longer than this for other ranks is
+  // renegotiated, so that rank 0's stall inspector sees it (0: never).
+  CacheNegotiation(std::size_t capacity, std::chrono::milliseconds stalled_after);
+
+  struct Outcome {
+    std::vector<Response> ready;       // cached responses every rank hit, in slot order
+    std::vector<Request> to_negotiate; // this rank's requests for the full round
+    bool full_round = false;           // true: every rank runs gather/broadcast now
+  };
+  // Collective over `controller`: every rank calls it once per cycle.
+  Outcome agree(const std::vector<Request>& new_requests, const CycleFlags& flags,
+                Controller& controller, Clock::time_point now = Clock::now());
+  // After the cycle ran: marks the slots served from the cache used, caches
+  // the full round's successful responses (with this rank's request for
+  // each) and sends hits whose slot was evicted to the next cycle's
+  // negotiation. Every rank calls it with the same list, so every cache
+  // stays identical.
+  void update(const std::vector<Response>& negotiated);
+
+  std::size_t pending_hits() const { return pending_hits_.size(); }
+
+ private:
+  struct PendingHit {
+    Request request;
+    Clock::time_point since;
+  };
+
+  ResponseCache cache_;
+  std::chrono::milliseconds stalled_after_;
+  std::map<std::size_t, PendingHit> pending_hits_;  // by slot: ordered, as every rank orders
+  std::vector<std::size_t> served_slots_;            // this cycle's Outcome::ready
+  std::vector<Request> carried_;                     // to negotiate next cycle
+  std::unordered_map<std::string, Request> sent_;    // negotiated, awaiting their response
+};
+
+}  // namespace hvd

@@ -1,0 +1,88 @@
+#include "core/negotiation/tensor_queue.h"
+
+#include <unordered_set>
+
+#include "base/check.h"
+
+namespace hvd {
+
+void TensorQueue::push(TensorEntry entry) {
+  std::vector<TensorEntry> one;
+  one.push_back(std::move(entry));
+  push_all(std::move(one));
+}
+
+void TensorQueue::push_all(std::vector<TensorEntry> entries) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (closed_reason_) std::rethrow_exception(closed_reason_);
+  std::unordered_set<std::string> names;
+  for (const TensorEntry& entry : entries) {
+    const std::string& name = entry.request.name;
+    HVD_CHECK(entries_.count(name) == 0 && names.insert(name).second, InvalidArgument,
+              "a tensor named '" << name << "' is already in flight on this rank; wait for it "
+                                    "before submitting that name again");
+  }
+  for (TensorEntry& entry : entries) {
+    const std::string name = entry.request.name;
+    entries_.emplace(name, std::move(entry));
+    new_names_.push_back(name);
+  }
+  new_count_ = new_names_.size();
+  entry_count_ = entries_.size();
+  lock.unlock();
+  pushed_.notify_one();
+}
+
+bool TensorQueue::in_flight() const { return entry_count_.load() > 0; }
+
+bool TensorQueue::wait_for_new(std::chrono::steady_clock::time_point deadline,
+                               std::chrono::microseconds spin) {
+  const auto spin_until = std::min(deadline, std::chrono::steady_clock::now() + spin);
+  while (new_count_.load() == 0) {
+    if (std::chrono::steady_clock::now() >= spin_until) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      return pushed_.wait_until(lock, deadline, [this] { return !new_names_.empty(); });
+    }
+  }
+  return true;
+}
+
+std::vector<Request> TensorQueue::pop_new_requests(
+    std::vector<std::chrono::steady_clock::time_point>* submitted) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Request> requests;
+  requests.reserve(new_names_.size());
+  for (const std::string& name : new_names_) {
+    const TensorEntry& entry = entries_.at(name);
+    requests.push_back(entry.request);
+    if (submitted) submitted->push_back(entry.submitted);
+  }
+  new_names_.clear();
+  new_count_ = 0;
+  return requests;
+}
+
+std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return std::nullopt;
+  TensorEntry entry = std::move(it->second);
+  entries_.erase(it);
+  entry_count_ = entries_.size();
+  return entry;
+}
+
+std::vector<TensorEntry> TensorQueue::close(std::exception_ptr reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  closed_reason_ = reason;
+  std::vector<TensorEntry> left;
+  left.reserve(entries_.size());
+  for (auto& [name, entry] : entries_) left.push_back(std::move(entry));
+  entries_.clear();
+  new_names_.clear();
+  new_count_ = 0;
+  entry_count_ = 0;
+  return left;
+}
+
+}  // namespace hvd

@@ -1,0 +1,76 @@
+// TensorQueue: submissions from user threads, handed to the coordinator.
+// It also owns the in-flight table (name -> entry) that catches duplicate
+// names and that responses are matched against.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/negotiation/message.h"
+#include "core/execution/work_state.h"
+#include "horovodcpp/tensor.h"
+
+namespace hvd {
+
+struct TensorEntry {
+  Request request;
+  TensorView input;
+  TensorView output;  // allreduce output; equals input when in place
+  std::shared_ptr<detail::WorkState> work;
+  // CUDA tensors: the event marking the input ready on input.stream
+  // (DeviceOperations::record_ready); null otherwise.
+  std::shared_ptr<void> ready_event;
+  // A joined rank's zeros (CollectiveExecutor::zeros_for): `input` is host
+  // memory whatever request.device says (another rank's), or, for
+  // device-side operations (NCCL), no memory at all (null data); no caller
+  // waits for the Work.
+  bool joined = false;
+  // When the user submitted it (the timeline's QUEUE phase).
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
+};
+
+class TensorQueue {
+ public:
+  // Queues a submission. Throws InvalidArgument if this rank already has a
+  // tensor of that name in flight, or the closing error once closed.
+  void push(TensorEntry entry);
+  // Queues every entry, or none if any of them would be refused.
+  void push_all(std::vector<TensorEntry> entries);
+  // Requests queued since the last call, in submission order; their entries
+  // stay in flight until take().
+  // `submitted`, if given, receives each one's submission time.
+  std::vector<Request> pop_new_requests(
+      std::vector<std::chrono::steady_clock::time_point>* submitted = nullptr);
+  // Removes and returns the in-flight entry of `name`, if there is one.
+  std::optional<TensorEntry> try_take(const std::string& name);
+  // True while this rank has submissions not yet completed (waiting for
+  // other ranks, or new).
+  bool in_flight() const;
+  // Returns once there are new submissions (true) or at `deadline` (false).
+  // Polls for `spin` first: a condition variable wake-up costs tens of
+  // microseconds, more than a whole small collective.
+  bool wait_for_new(std::chrono::steady_clock::time_point deadline,
+                    std::chrono::microseconds spin);
+  // Refuses further pushes with `reason` and returns every entry left.
+  std::vector<TensorEntry> close(std::exception_ptr reason);
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable pushed_;
+  std::atomic<std::size_t> new_count_{0};    // new_names_.size(), readable without the lock
+  std::atomic<std::size_t> entry_count_{0};  // entries_.size(), readable without the lock
+  std::deque<std::string> new_names_;
+  std::unordered_map<std::string, TensorEntry> entries_;
+  std::exception_ptr closed_reason_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,257 @@
+#include "core/runtime/coordinator.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "base/check.h"
+#include "core/diagnostics/logging.h"
+#include "settings/settings.h"
+
+namespace hvd {
+namespace {
+
+// A cache hit that waits this long for other ranks is renegotiated through
+// rank 0, where the stall inspector reports it (and can shut down on it).
+std::chrono::milliseconds hit_stall_time(const StallInspector& inspector) {
+  const StallSettings& s = inspector.settings();
+  const double seconds = s.check_seconds > 0 ? s.check_seconds : s.shutdown_seconds;
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+std::string shutdown_message(const std::vector<std::int32_t>& ranks) {
+  std::ostringstream out;
+  out << "horovodcpp was shut down (shutdown() called on rank";
+  out << (ranks.size() > 1 ? "s " : " ");
+  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  out << ") before this operation completed on every rank";
+  return out.str();
+}
+
+}  // namespace
+
+CoordinatorSettings CoordinatorSettings::read() {
+  using settings::Setting;
+  CoordinatorSettings s;
+  s.cycle_time = std::chrono::microseconds(
+      static_cast<long long>(settings::read_milliseconds(Setting::kCycleTime) * 1000));
+  // Default 0: on 2 cores polling takes the core the submitting thread needs
+  // (docs/internals.md, "Latency and waiting").
+  s.idle_spin = std::chrono::microseconds(settings::read_int(Setting::kIdleSpinMicroseconds));
+  s.fusion_threshold = static_cast<std::size_t>(settings::read_int(Setting::kFusionThreshold));
+  s.cache_capacity = ResponseCache::capacity_from_env();
+  s.stall = StallSettings::from_env();
+  // Read on every rank, so that bad values fail everywhere alike.
+  s.autotune = autotune_settings_from_environment();
+  return s;
+}
+
+Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
+                         const CoordinatorSettings& settings, Timeline* timeline, bool global_set,
+                         DeviceOperations* device, HvdrunLink* hvdrun)
+    : controller_(controller),
+      queue_(queue),
+      timeline_(timeline),
+      hvdrun_(hvdrun),
+      executor_(backend, controller.topology(), timeline, device, settings.fusion_threshold),
+      table_(controller.topology().size),
+      stall_inspector_(settings.stall),
+      cycle_time_(settings.cycle_time),
+      idle_spin_(settings.idle_spin) {
+  if (settings.cache_capacity > 0) {
+    cache_ = std::make_unique<CacheNegotiation>(settings.cache_capacity,
+                                                hit_stall_time(stall_inspector_));
+  }
+  if (global_set && controller.topology().rank == 0 && settings.autotune.enabled) {
+    autotuner_ = std::make_unique<Autotuner>(
+        settings.autotune, TunedParams{executor_.fusion_threshold(), cycle_time_});
+  }
+}
+
+Coordinator::~Coordinator() { stop(); }
+
+void Coordinator::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Coordinator::stop() {
+  stop_requested_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void Coordinator::loop() {
+  // The transports write to sockets from this thread: a write to a peer
+  // that died must fail (and name the peer), not kill the process with
+  // SIGPIPE before it can say anything. Only this thread's mask changes.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  try {
+    while (run_cycle()) {
+      const auto now = std::chrono::steady_clock::now();
+      // An idle rank starts a cycle on its next submission, or after the
+      // cycle time at the latest (every rank must join every cycle, and
+      // shutdown and the stall inspector need cycles). While this rank
+      // waits on others, the next cycle starts at once: its collective
+      // pairs with theirs the moment they enter, so a step whose tensors
+      // hit the cache never waits for a timer.
+      if (!queue_.in_flight()) {
+        queue_.wait_for_new(now + cycle_time_, idle_spin_);
+      } else if (const auto backoff = in_flight_backoff(); backoff.count() > 0) {
+        queue_.wait_for_new(now + backoff, std::chrono::microseconds(0));
+      }
+    }
+  } catch (const Error& e) {
+    // Typed errors (RankFailure for a lost peer, BackendError, ...) reach
+    // every pending Work as they are.
+    HVD_LOG(Error) << "coordinator stopped: " << e.what();
+    stop_on(std::current_exception());
+  } catch (const std::exception& e) {
+    HVD_LOG(Error) << "coordinator stopped: " << e.what();
+    stop_on(std::make_exception_ptr(
+        BackendError(std::string("horovodcpp coordinator failed: ") + e.what())));
+  }
+}
+
+void Coordinator::stop_on(std::exception_ptr error) {
+  if (hvdrun_) hvdrun_->report_failure(error);
+  fail_everything_left(std::move(error));
+}
+
+std::chrono::microseconds Coordinator::in_flight_backoff() {
+  if (!idle_cycle_) {
+    idle_cycles_in_a_row_ = 0;
+    return std::chrono::microseconds(0);
+  }
+  // When every rank has tensors in flight that the others have not
+  // submitted yet (a backward pass), back-to-back cycles complete at once
+  // and achieve nothing: two coordinators would burn the cores the training
+  // needs. So after idle cycles wait, 10 us doubling up to a quarter of the
+  // cycle time, or until this rank submits. A peer that submits meanwhile
+  // waits in its collective at most that long.
+  const int doublings = std::min(idle_cycles_in_a_row_++, 16);
+  return std::min(std::chrono::microseconds(10) * (1 << doublings), cycle_time_ / 4);
+}
+
+bool Coordinator::run_cycle() {
+  std::vector<Request> new_requests = pop_new_requests();
+  for (const Request& request : new_requests) {
+    if (request.op_type == OpType::kJoin) join_pending_ = true;
+  }
+  const bool stopping = stop_requested_;
+  RequestList mine;
+  std::vector<Response> responses;
+  bool full_round = true;
+  if (cache_) {
+    CycleFlags flags;
+    flags.shutdown = stopping;
+    flags.joined = join_pending_;
+    flags.root_busy =
+        controller_.topology().rank == 0 && (table_.pending() > 0 || tuned_to_send_.has_value());
+    CacheNegotiation::Outcome outcome = cache_->agree(new_requests, flags, controller_);
+    responses = std::move(outcome.ready);
+    mine.requests = std::move(outcome.to_negotiate);
+    full_round = outcome.full_round;
+  } else {
+    mine.requests = std::move(new_requests);
+  }
+  ResponseList agreed;
+  if (full_round) {
+    mine.shutdown = stopping;
+    agreed = negotiate(mine);
+    apply_tuning(agreed);
+    responses.insert(responses.end(), agreed.responses.begin(), agreed.responses.end());
+  }
+
+  idle_cycle_ = new_requests.empty() && responses.empty();
+  const std::size_t bytes = executor_.execute_all(responses, queue_);
+  if (autotuner_) autotune(bytes);
+  if (cache_) cache_->update(agreed.responses);
+  for (const Response& response : agreed.responses) {
+    if (response.op_type == OpType::kJoin) join_pending_ = false;
+  }
+  if (agreed.shutdown_ranks.empty() && agreed.stall_error.empty()) return true;
+  // A shutdown() or rank 0's stall inspector stops every rank after this
+  // cycle; a shutdown() explains a stall, so its message wins.
+  // (Not reported to hvdrun: every rank is alive and gets this error, and
+  // the application decides what follows.)
+  const std::string reason =
+      agreed.shutdown_ranks.empty() ? agreed.stall_error : shutdown_message(agreed.shutdown_ranks);
+  fail_everything_left(std::make_exception_ptr(RankFailure(reason)));
+  return false;
+}
+
+std::vector<Request> Coordinator::pop_new_requests() {
+  if (!timeline_ || !timeline_->active()) return queue_.pop_new_requests();
+  timeline_->cycle_mark();
+  std::vector<std::chrono::steady_clock::time_point> submitted;
+  std::vector<Request> requests = queue_.pop_new_requests(&submitted);
+  const auto now = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < submitted.size(); ++i) {
+    timeline_->complete(requests[i].name, "QUEUE", submitted[i], now);
+  }
+  return requests;
+}
+
+ResponseList Coordinator::negotiate(const RequestList& mine) {
+  std::vector<std::string> gathered = controller_.gather_to_root(serialize(mine));
+  std::string agreed;
+  if (controller_.topology().rank == 0) {
+    ResponseList responses;
+    for (std::size_t rank = 0; rank < gathered.size(); ++rank) {
+      RequestList list = parse_request_list(gathered[rank]);
+      if (list.shutdown) responses.shutdown_ranks.push_back(static_cast<std::int32_t>(rank));
+      for (Request& request : list.requests) {
+        request.rank = static_cast<std::int32_t>(rank);
+        if (timeline_) {
+          timeline_->negotiate_arrival(request.name, request.rank,
+                                       std::chrono::steady_clock::now());
+        }
+        table_.add(std::move(request));
+      }
+    }
+    responses.responses = table_.take_ready();
+    if (timeline_) {
+      const auto now = std::chrono::steady_clock::now();
+      for (const Response& response : responses.responses) {
+        timeline_->negotiate_done(response.name, now);
+      }
+    }
+    responses.stall_error = stall_inspector_.inspect(table_).error;
+    if (tuned_to_send_) {
+      responses.fusion_threshold =
+          static_cast<std::int64_t>(tuned_to_send_->fusion_threshold_bytes);
+      responses.cycle_time_us = tuned_to_send_->cycle_time.count();
+      tuned_to_send_.reset();
+    }
+    agreed = serialize(responses);
+  }
+  return parse_response_list(controller_.broadcast_from_root(agreed));
+}
+
+void Coordinator::autotune(std::size_t bytes) {
+  if (!autotuner_->active()) return;
+  if (auto chosen = autotuner_->record_cycle(bytes, std::chrono::steady_clock::now())) {
+    tuned_to_send_ = chosen;
+  }
+}
+
+void Coordinator::apply_tuning(const ResponseList& agreed) {
+  if (agreed.fusion_threshold >= 0) {
+    executor_.set_fusion_threshold(static_cast<std::size_t>(agreed.fusion_threshold));
+  }
+  if (agreed.cycle_time_us >= 0) cycle_time_ = std::chrono::microseconds(agreed.cycle_time_us);
+  if (agreed.fusion_threshold >= 0 || agreed.cycle_time_us >= 0) {
+    HVD_LOG(Debug) << "autotune: fusion threshold " << executor_.fusion_threshold()
+                   << " bytes, cycle time " << cycle_time_.count() << " us";
+  }
+}
+
+void Coordinator::fail_everything_left(std::exception_ptr reason) {
+  for (TensorEntry& entry : queue_.close(reason)) entry.work->fail(reason);
+}
+
+}  // namespace hvd

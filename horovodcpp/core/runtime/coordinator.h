@@ -1,0 +1,96 @@
+// Coordinator: the background thread. Each cycle it sends this rank's new
+// requests to rank 0, receives the agreed responses and executes them in
+// that order, so every rank runs the same collectives in the same order.
+// Requests that hit the response cache skip rank 0 (see CacheNegotiation).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "core/diagnostics/autotuner.h"
+#include "core/execution/backend.h"
+#include "core/negotiation/cache_negotiation.h"
+#include "core/execution/collective_executor.h"
+#include "core/negotiation/controller.h"
+#include "core/runtime/hvdrun_link.h"
+#include "core/negotiation/message_table.h"
+#include "core/diagnostics/stall_inspector.h"
+#include "core/negotiation/tensor_queue.h"
+#include "core/diagnostics/timeline.h"
+
+namespace hvd {
+
+// What a coordinator is configured with: read from the settings once per
+// init by the Runtime (read()) and given to every process set's coordinator.
+struct CoordinatorSettings {
+  std::chrono::microseconds cycle_time{};  // CYCLE_TIME: the longest an idle cycle waits
+  std::chrono::microseconds idle_spin{};   // IDLE_SPIN_MICROSECONDS: polling before sleeping
+  std::size_t fusion_threshold = 0;        // FUSION_THRESHOLD: bytes; 0 disables fusion
+  std::size_t cache_capacity = 0;          // CACHE_CAPACITY: response cache entries; 0: none
+  StallSettings stall;
+  AutotuneSettings autotune;
+
+  // InvalidArgument on a malformed or out-of-range value.
+  static CoordinatorSettings read();
+};
+
+class Coordinator {
+ public:
+  // Rank 0 of the global set autotunes if `settings.autotune` says so.
+  // `timeline` (rank 0; may be null) receives the trace events.
+  // Only the global set's coordinator autotunes (`global_set`): one tuner
+  // and one log per job. `device` (may be null) runs CUDA tensors' collectives.
+  // `hvdrun` (may be null) hears of the error that stops this coordinator.
+  Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
+              const CoordinatorSettings& settings, Timeline* timeline = nullptr,
+              bool global_set = true, DeviceOperations* device = nullptr,
+              HvdrunLink* hvdrun = nullptr);
+  ~Coordinator();  // stop() + join
+
+  void start();
+  // Asks every rank to stop at the next cycle; returns once this rank has.
+  void stop();
+
+ private:
+  void loop();
+  // Returns false once the job is shutting down. Sets idle_cycle_.
+  bool run_cycle();
+  // How long to wait for a submission before the next cycle while this
+  // rank has tensors in flight.
+  std::chrono::microseconds in_flight_backoff();
+  // This cycle's new submissions (and their QUEUE phase on the timeline).
+  std::vector<Request> pop_new_requests();
+  ResponseList negotiate(const RequestList& mine);
+  // Rank 0: feeds the cycle's bytes to the autotuner; what it chooses goes
+  // out with the next full round.
+  void autotune(std::size_t bytes);
+  // Every rank: the tuned values rank 0 broadcast, if any.
+  void apply_tuning(const ResponseList& agreed);
+  void fail_everything_left(std::exception_ptr reason);
+  // The job cannot go on after `error`: tells hvdrun, fails what is left.
+  void stop_on(std::exception_ptr error);
+
+  Controller& controller_;
+  TensorQueue& queue_;
+  Timeline* timeline_;  // null unless rank 0
+  HvdrunLink* hvdrun_;  // null unless hvdrun launched this rank
+  CollectiveExecutor executor_;
+  MessageTable table_;  // used on rank 0 only
+  StallInspector stall_inspector_;  // used on rank 0 only; settings read at init
+  std::unique_ptr<CacheNegotiation> cache_;  // null when the cache is disabled
+  bool join_pending_ = false;  // this rank is in join(), waiting for the others
+  std::chrono::microseconds cycle_time_;
+  std::chrono::microseconds idle_spin_;
+  // The last cycle brought nothing new from this rank and ran nothing.
+  bool idle_cycle_ = false;
+  int idle_cycles_in_a_row_ = 0;
+  std::unique_ptr<Autotuner> autotuner_;        // rank 0 with HOROVODCPP_AUTOTUNE=1
+  std::optional<TunedParams> tuned_to_send_;    // rank 0: chosen, not yet broadcast
+  std::atomic<bool> stop_requested_{false};
+  std::thread thread_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,72 @@
+// ProcessSetRuntime: one process set as a member rank runs it: the set's
+// transport (controller + backend over its members only), its TensorQueue
+// and its Coordinator thread. Each set negotiates and executes on its own,
+// so a set waiting for a tensor never holds up another set.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device/device_operations.h"
+#include "core/diagnostics/timeline.h"
+#include "core/execution/transport.h"
+#include "core/negotiation/tensor_queue.h"
+#include "core/runtime/backend_factory.h"
+#include "core/runtime/coordinator.h"
+#include "core/runtime/hvdrun_link.h"
+#include "horovodcpp/process_set.h"
+#include "horovodcpp/work.h"
+
+namespace hvd {
+
+class ProcessSetRuntime {
+ public:
+  // Starts the set's coordinator, configured by `settings`; `backends`
+  // builds its device operations. `timeline` (may be null) receives its
+  // trace events: only the global set's, on rank 0, is given one.
+  // `channel`: the job's process-set channel, for the global set only
+  // (its device operations may build sub-transports at construction).
+  // `hvdrun` (may be null): told when the coordinator stops on an error.
+  ProcessSetRuntime(ProcessSet set, Transport transport, const BackendFactory& backends,
+                    const CoordinatorSettings& settings, Timeline* timeline,
+                    ProcessSetChannel* channel = nullptr, HvdrunLink* hvdrun = nullptr);
+  // stop(), then frees the transport.
+  ~ProcessSetRuntime();
+
+  const ProcessSet& set() const { return set_; }
+  // This rank's place in the set.
+  const Topology& topology() const { return transport_.controller->topology(); }
+  const char* backend_name() const { return transport_.backend->name(); }
+
+  // Validates locally (errors travel with the request to every member),
+  // names unnamed tensors, turns a broadcast's global root rank into the
+  // set's rank, and queues the entry.
+  Work submit(Request request, const TensorView& input, const TensorView& output);
+  // Submits a group (grouped_* API): `request` is the template of every
+  // member; member i is named "<name>.<i>" (name automatic when empty) and
+  // tagged with the group so the set's rank 0 releases the members together.
+  std::vector<Work> submit_group(const Request& request, const std::vector<TensorView>& inputs,
+                                 const std::vector<TensorView>& outputs);
+
+  // Stops the coordinator together with the other members (they agree
+  // through the shutdown flag of the negotiation); pending operations fail.
+  // Idempotent.
+  void stop();
+
+ private:
+  std::string auto_name(OpType op_type);
+  // Validates and names one submission (see submit) without queueing it.
+  TensorEntry make_entry(Request request, const TensorView& input, const TensorView& output);
+
+  ProcessSet set_;
+  Transport transport_;
+  std::unique_ptr<DeviceOperations> device_;  // CUDA tensors; null if not built
+  TensorQueue queue_;                         // after device_: entries hold its events
+  std::unique_ptr<Coordinator> coordinator_;
+  std::array<std::atomic<long long>, kNumOpTypes> unnamed_counts_{};  // per OpType
+};
+
+}  // namespace hvd

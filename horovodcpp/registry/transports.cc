@@ -1,0 +1,120 @@
+#include "registry/transports.h"
+
+#include <memory>
+#include <sstream>
+
+#include "base/check.h"
+#include "core/negotiation/layered_controller.h"
+
+#if HVD_HAVE_MPI
+#include "backend/mpi/mpi_backend.h"
+#include "backend/mpi/mpi_context.h"
+#include "backend/mpi/mpi_controller.h"
+#include "backend/mpi/mpi_process_set_channel.h"
+#endif
+#if HVD_HAVE_SHM
+#include "backend/shm/hierarchical_backend.h"
+#include "backend/shm/shm_backend.h"
+#include "backend/shm/shm_controller.h"
+#endif
+#if HVD_HAVE_GLOO
+#include "backend/gloo/gloo_backend.h"
+#include "backend/gloo/gloo_context.h"
+#include "backend/gloo/gloo_controller.h"
+#include "backend/gloo/gloo_process_set_channel.h"
+#include "backend/tcp/tcp_controller.h"
+#endif
+
+namespace hvd {
+namespace {
+
+struct TransportEntry {
+  const char* name;
+  Transport (*create)();
+};
+
+// Shared memory for the data path of a transport (all its ranks on this
+// host), or inside each host (several hosts) (HOROVODCPP_SHM).
+Transport with_shared_memory(Transport transport) {
+#if HVD_HAVE_SHM
+  transport.backend = maybe_use_shm(std::move(transport.backend), *transport.controller);
+  transport.backend = maybe_stage_hosts(std::move(transport.backend), *transport.controller,
+                                        *transport.process_sets);
+#endif
+  return transport;
+}
+
+// The job-wide transport and its process-set channel over one context.
+template <typename Context, typename ControllerType, typename BackendType, typename ChannelType>
+Transport create_transport_with() {
+  std::shared_ptr<Context> context = Context::create();
+  Transport transport = transport_over<ControllerType, BackendType>(context);
+  transport.process_sets = std::make_unique<ChannelType>(context);
+  return with_shared_memory(std::move(transport));
+}
+
+#if HVD_HAVE_GLOO
+// Negotiation in Gloo mode, for the job and each process set: Gloo's
+// collectives cost hundreds of microseconds each, so the ranks negotiate
+// through shared memory when they share a host, else over TCP connections
+// of their own (README, "Latency"); Gloo's control context only sets these
+// up, and stays the control plane only if neither can be.
+std::unique_ptr<Controller> gloo_control_plane(const std::shared_ptr<GlooContext>& context) {
+  auto setup = std::make_unique<GlooController>(context);
+#if HVD_HAVE_SHM
+  if (auto shm = maybe_shm_controller(*setup, "TCP negotiation")) {
+    return std::make_unique<LayeredController>(std::move(shm), std::move(setup));
+  }
+#endif
+  const TcpControllerOptions tcp_options{context->listen_address(), context->timeout()};
+  if (auto tcp = TcpController::connect(*setup, tcp_options, "Gloo's negotiation")) {
+    return std::make_unique<LayeredController>(std::move(tcp), std::move(setup));
+  }
+  return setup;
+}
+
+Transport create_gloo_transport() {
+  std::shared_ptr<GlooContext> context = GlooContext::create();
+  Transport transport;
+  transport.controller = gloo_control_plane(context);
+  transport.backend = std::make_unique<GlooBackend>(context);
+  transport.process_sets = std::make_unique<GlooProcessSetChannel>(context, &gloo_control_plane);
+  return with_shared_memory(std::move(transport));
+}
+#endif
+
+// The compiled transports, in order of preference.
+const std::vector<TransportEntry>& transport_table() {
+  static const std::vector<TransportEntry> table = {
+#if HVD_HAVE_MPI
+    {"mpi", &create_transport_with<MpiContext, MpiController, MpiBackend, MpiProcessSetChannel>},
+#endif
+#if HVD_HAVE_GLOO
+    {"gloo", &create_gloo_transport},
+#endif
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> available_transports() {
+  std::vector<std::string> names;
+  for (const TransportEntry& entry : transport_table()) names.emplace_back(entry.name);
+  return names;
+}
+
+Transport create_transport(const std::string& name) {
+  for (const TransportEntry& entry : transport_table()) {
+    if (name == entry.name) return entry.create();
+  }
+  std::ostringstream available;
+  for (const TransportEntry& entry : transport_table()) {
+    available << (available.tellp() > 0 ? ", " : "") << entry.name;
+  }
+  HVD_THROW(InvalidArgument, "unknown transport \""
+                                 << name << "\"; this build has: "
+                                 << (available.tellp() > 0 ? available.str() : "none"));
+}
+
+}  // namespace hvd

@@ -53,7 +53,9 @@ bool every_rank_can_split_hosts(const HostLayout& layout, Controller& controller
   }
   std::vector<std::uint64_t> able{problem.empty() ? 1u : 0u};
   controller.bitwise_and(able);
-  if (!problem.empty()) HVD_LOG(Warning) << what << ": " << problem;
+  if (!problem.empty()) {
+    HVD_LOG(Warning) << what << ": " << problem;
+  }
   return able[0] != 0;
 }
 

@@ -15,21 +15,11 @@
 #include "core/controller.h"
 #include "core/host_staging.h"
 #include "core/process_set_channel.h"
+#include "core/result_plan.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
 
 namespace hvd {
-
-// Shapes and element counts of a collective whose result the library
-// allocates, worked out by the executor alike for CPU and CUDA tensors.
-struct ResultPlan {
-  std::vector<std::int64_t> shape;  // the result's
-  // allgather, reducescatter: elements of each rank's part; alltoall:
-  // elements received from each rank.
-  std::vector<std::size_t> counts;
-  std::vector<std::size_t> send_counts;       // alltoall: elements sent to each rank
-  std::vector<std::int64_t> received_splits;  // alltoall: rows received from each rank
-};
 
 class DeviceOperations {
  public:

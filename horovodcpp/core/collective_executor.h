@@ -35,13 +35,14 @@ class CollectiveExecutor {
   // Returns the bytes of this rank's tensors that the collectives moved
   // (what the autotuner measures).
   std::size_t execute_all(const std::vector<Response>& responses, TensorQueue& queue);
-  void execute(const Response& response, TensorEntry entry);
 
   std::size_t fusion_threshold() const { return fusion_threshold_; }
   // Every rank must switch at the same cycle (they plan fusion alike).
   void set_fusion_threshold(std::size_t bytes) { fusion_threshold_ = bytes; }
 
  private:
+  // One response's collective on its one entry.
+  void execute(const Response& response, TensorEntry entry);
   // A fused allreduce group (two or more), completed or failed together.
   void execute_fused(const Response& response, const std::vector<const TensorEntry*>& group);
 

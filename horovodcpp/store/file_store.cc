@@ -23,9 +23,9 @@ namespace {
 constexpr std::size_t kMaxVerbatimName = 200;
 constexpr std::size_t kHashedPrefix = 150;
 
-std::string ErrnoText(int err) { return std::string(std::strerror(err)); }
+std::string errno_text(int err) { return std::string(std::strerror(err)); }
 
-void CreateDirectories(const std::string& dir) {
+void create_directories(const std::string& dir) {
   HVD_CHECK(!dir.empty(), InvalidArgument, "FileStore: the directory must not be empty");
   std::string prefix;
   std::size_t pos = 0;
@@ -34,7 +34,8 @@ void CreateDirectories(const std::string& dir) {
     prefix = dir.substr(0, pos);
     if (prefix.empty() || prefix == "/") continue;
     if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST) {
-      HVD_THROW(Error, "FileStore: cannot create directory " << prefix << ": " << ErrnoText(errno));
+      HVD_THROW(Error,
+                "FileStore: cannot create directory " << prefix << ": " << errno_text(errno));
     }
   }
   struct stat st;
@@ -61,10 +62,10 @@ class Fd {
 
 FileStore::FileStore(std::string directory) : directory_(std::move(directory)) {
   while (directory_.size() > 1 && directory_.back() == '/') directory_.pop_back();
-  CreateDirectories(directory_);
+  create_directories(directory_);
 }
 
-std::string FileStore::EncodeKey(const std::string& key) {
+std::string FileStore::encode_key(const std::string& key) {
   static const char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(key.size());
@@ -91,21 +92,21 @@ std::string FileStore::EncodeKey(const std::string& key) {
 
 // Value files are "k<encoded>", lock files "l<encoded>", temp files ".t...":
 // the prefixes keep the three kinds from ever colliding.
-std::string FileStore::PathOf(const std::string& key) const {
-  return directory_ + "/k" + EncodeKey(key);
+std::string FileStore::path_of(const std::string& key) const {
+  return directory_ + "/k" + encode_key(key);
 }
 
-std::string FileStore::LockPathOf(const std::string& key) const {
-  return directory_ + "/l" + EncodeKey(key);
+std::string FileStore::lock_path_of(const std::string& key) const {
+  return directory_ + "/l" + encode_key(key);
 }
 
-bool FileStore::TryRead(const std::string& key, std::string* value) const {
-  const std::string path = PathOf(key);
+bool FileStore::try_read(const std::string& key, std::string* value) const {
+  const std::string path = path_of(key);
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) return false;
     HVD_THROW(Error, "FileStore: cannot open " << path << " for key '" << key
-                                               << "': " << ErrnoText(errno));
+                                               << "': " << errno_text(errno));
   }
   value->clear();
   char buffer[64 * 1024];
@@ -113,7 +114,7 @@ bool FileStore::TryRead(const std::string& key, std::string* value) const {
     ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
     if (n < 0) {
       if (errno == EINTR) continue;
-      HVD_THROW(Error, "FileStore: cannot read " << path << ": " << ErrnoText(errno));
+      HVD_THROW(Error, "FileStore: cannot read " << path << ": " << errno_text(errno));
     }
     if (n == 0) break;
     value->append(buffer, static_cast<std::size_t>(n));
@@ -121,14 +122,15 @@ bool FileStore::TryRead(const std::string& key, std::string* value) const {
   return true;
 }
 
-void FileStore::WriteAtomically(const std::string& key, const std::string& value) {
+void FileStore::write_atomically(const std::string& key, const std::string& value) {
   static std::atomic<unsigned long long> counter{0};
-  const std::string path = PathOf(key);
+  const std::string path = path_of(key);
   const std::string tmp =
       directory_ + "/.t" + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   {
     Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    HVD_CHECK(fd.get() >= 0, Error, "FileStore: cannot create " << tmp << ": " << ErrnoText(errno));
+    HVD_CHECK(fd.get() >= 0, Error,
+              "FileStore: cannot create " << tmp << ": " << errno_text(errno));
     std::size_t done = 0;
     while (done < value.size()) {
       ssize_t n = ::write(fd.get(), value.data() + done, value.size() - done);
@@ -136,26 +138,26 @@ void FileStore::WriteAtomically(const std::string& key, const std::string& value
         if (errno == EINTR) continue;
         const int err = errno;
         ::unlink(tmp.c_str());
-        HVD_THROW(Error, "FileStore: cannot write " << tmp << ": " << ErrnoText(err));
+        HVD_THROW(Error, "FileStore: cannot write " << tmp << ": " << errno_text(err));
       }
       done += static_cast<std::size_t>(n);
     }
     if (::close(fd.release()) != 0) {
       const int err = errno;
       ::unlink(tmp.c_str());
-      HVD_THROW(Error, "FileStore: cannot write " << tmp << ": " << ErrnoText(err));
+      HVD_THROW(Error, "FileStore: cannot write " << tmp << ": " << errno_text(err));
     }
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
     HVD_THROW(Error, "FileStore: cannot rename " << tmp << " to " << path << " for key '" << key
-                                                 << "': " << ErrnoText(err));
+                                                 << "': " << errno_text(err));
   }
 }
 
 void FileStore::set(const std::string& key, const std::string& value) {
-  WriteAtomically(key, value);
+  write_atomically(key, value);
 }
 
 std::string FileStore::get(const std::string& key, std::chrono::milliseconds timeout) {
@@ -165,7 +167,7 @@ std::string FileStore::get(const std::string& key, std::chrono::milliseconds tim
   auto pause = std::chrono::milliseconds(1);
   std::string value;
   for (;;) {
-    if (TryRead(key, &value)) return value;
+    if (try_read(key, &value)) return value;
     const auto now = Clock::now();
     if (now >= deadline) {
       HVD_THROW(Timeout, "FileStore: key '" << key << "' did not appear in " << directory_
@@ -177,18 +179,18 @@ std::string FileStore::get(const std::string& key, std::chrono::milliseconds tim
 }
 
 long long FileStore::add(const std::string& key, long long delta) {
-  const std::string lock_path = LockPathOf(key);
+  const std::string lock_path = lock_path_of(key);
   Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   HVD_CHECK(lock.get() >= 0, Error,
-            "FileStore: cannot open lock file " << lock_path << ": " << ErrnoText(errno));
+            "FileStore: cannot open lock file " << lock_path << ": " << errno_text(errno));
   while (::flock(lock.get(), LOCK_EX) != 0) {
     HVD_CHECK(errno == EINTR, Error,
-              "FileStore: cannot lock " << lock_path << ": " << ErrnoText(errno));
+              "FileStore: cannot lock " << lock_path << ": " << errno_text(errno));
   }
   // The lock is released when `lock` closes, also on the error paths.
   long long current = 0;
   std::string text;
-  if (TryRead(key, &text)) {
+  if (try_read(key, &text)) {
     HVD_CHECK(parse_counter(text, &current), InvalidArgument,
               "FileStore: add('" << key << "'): the stored value is not an integer");
   }
@@ -196,7 +198,7 @@ long long FileStore::add(const std::string& key, long long delta) {
   HVD_CHECK(
       !__builtin_add_overflow(current, delta, &updated), InvalidArgument,
       "FileStore: add('" << key << "', " << delta << ") overflows the counter (" << current << ")");
-  WriteAtomically(key, std::to_string(updated));
+  write_atomically(key, std::to_string(updated));
   return updated;
 }
 

@@ -23,14 +23,14 @@ class FileStore : public Store {
 
   // The file name (inside directory()) that holds `key`: every byte outside
   // [A-Za-z0-9_-] is escaped as %XX; very long keys are shortened with a hash.
-  static std::string EncodeKey(const std::string& key);
+  static std::string encode_key(const std::string& key);
 
  private:
-  std::string PathOf(const std::string& key) const;
-  std::string LockPathOf(const std::string& key) const;
+  std::string path_of(const std::string& key) const;
+  std::string lock_path_of(const std::string& key) const;
   // Reads the file of `key`; false when it does not exist (yet).
-  bool TryRead(const std::string& key, std::string* value) const;
-  void WriteAtomically(const std::string& key, const std::string& value);
+  bool try_read(const std::string& key, std::string* value) const;
+  void write_atomically(const std::string& key, const std::string& value);
 
   std::string directory_;
 };

@@ -16,7 +16,7 @@ namespace hvd {
 
 using Clock = std::chrono::steady_clock;
 
-int RemainingMs(Clock::time_point deadline) {
+int remaining_ms(Clock::time_point deadline) {
   const auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   if (left <= 0) return 0;
@@ -27,7 +27,7 @@ namespace {
 
 // A connection to itself: on Linux, connecting to a free local port in the
 // ephemeral range can pick that same port as source and "succeed".
-bool IsSelfConnection(int fd) {
+bool is_self_connection(int fd) {
   sockaddr_storage local{}, peer{};
   socklen_t local_len = sizeof(local), peer_len = sizeof(peer);
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) return false;
@@ -37,7 +37,7 @@ bool IsSelfConnection(int fd) {
 
 // One non-blocking connect attempt, bounded by `deadline`; -1 and `error`
 // on failure.
-int TryConnect(const addrinfo* ai, Clock::time_point deadline, std::string* error) {
+int try_connect(const addrinfo* ai, Clock::time_point deadline, std::string* error) {
   int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
   if (fd < 0) {
     *error = std::strerror(errno);
@@ -47,7 +47,7 @@ int TryConnect(const addrinfo* ai, Clock::time_point deadline, std::string* erro
   if (rc != 0 && errno == EINPROGRESS) {
     pollfd p{fd, POLLOUT, 0};
     do {
-      rc = ::poll(&p, 1, RemainingMs(deadline));
+      rc = ::poll(&p, 1, remaining_ms(deadline));
     } while (rc < 0 && errno == EINTR);
     if (rc == 0) {
       *error = "connect timed out";
@@ -65,7 +65,7 @@ int TryConnect(const addrinfo* ai, Clock::time_point deadline, std::string* erro
     ::close(fd);
     return -1;
   }
-  if (IsSelfConnection(fd)) {
+  if (is_self_connection(fd)) {
     *error = std::strerror(ECONNREFUSED);
     ::close(fd);
     return -1;
@@ -77,8 +77,8 @@ int TryConnect(const addrinfo* ai, Clock::time_point deadline, std::string* erro
 
 }  // namespace
 
-int ConnectOnce(const std::string& host, int port, int family, Clock::time_point deadline,
-                std::string* error) {
+int connect_once(const std::string& host, int port, int family, Clock::time_point deadline,
+                 std::string* error) {
   addrinfo hints{};
   hints.ai_family = family;
   hints.ai_socktype = SOCK_STREAM;
@@ -92,7 +92,7 @@ int ConnectOnce(const std::string& host, int port, int family, Clock::time_point
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(list, &::freeaddrinfo);
   int fd = -1;
   for (const addrinfo* ai = list; ai != nullptr && fd < 0; ai = ai->ai_next) {
-    fd = TryConnect(ai, deadline, error);
+    fd = try_connect(ai, deadline, error);
   }
   return fd;
 }

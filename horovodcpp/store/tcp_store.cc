@@ -30,7 +30,7 @@ TcpStore::TcpStore(std::string host, int port, std::chrono::milliseconds connect
   auto pause = std::chrono::milliseconds(10);
   std::string last_error = "connect timed out";
   for (;;) {
-    fd_ = ConnectOnce(host_, port_, AF_INET, deadline, &last_error);
+    fd_ = connect_once(host_, port_, AF_INET, deadline, &last_error);
     if (fd_ >= 0) return;
     const auto now = Clock::now();
     if (now >= deadline) {
@@ -49,7 +49,7 @@ TcpStore::~TcpStore() {
 
 std::string TcpStore::address() const { return host_ + ":" + std::to_string(port_); }
 
-void TcpStore::Lose(const std::string& what, const std::string& reason) {
+void TcpStore::lose(const std::string& what, const std::string& reason) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   lost_reason_ = reason;
@@ -57,8 +57,8 @@ void TcpStore::Lose(const std::string& what, const std::string& reason) {
                        << address() << " during " << what << ": " << reason);
 }
 
-void TcpStore::SendAll(const std::string& data, const std::string& what,
-                       Clock::time_point deadline) {
+void TcpStore::send_all(const std::string& data, const std::string& what,
+                        Clock::time_point deadline) {
   std::size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
@@ -69,7 +69,7 @@ void TcpStore::SendAll(const std::string& data, const std::string& what,
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       pollfd p{fd_, POLLOUT, 0};
-      const int rc = ::poll(&p, 1, RemainingMs(deadline));
+      const int rc = ::poll(&p, 1, remaining_ms(deadline));
       if (rc == 0) {
         ::close(fd_);
         fd_ = -1;  // a partial request was sent: reconnect for the next call
@@ -78,12 +78,12 @@ void TcpStore::SendAll(const std::string& data, const std::string& what,
       }
       continue;
     }
-    Lose(what, std::strerror(errno));
+    lose(what, std::strerror(errno));
   }
 }
 
-void TcpStore::RecvAll(char* data, std::size_t size, const std::string& what,
-                       Clock::time_point deadline) {
+void TcpStore::recv_all(char* data, std::size_t size, const std::string& what,
+                        Clock::time_point deadline) {
   std::size_t done = 0;
   while (done < size) {
     ssize_t n = ::recv(fd_, data + done, size - done, 0);
@@ -91,11 +91,11 @@ void TcpStore::RecvAll(char* data, std::size_t size, const std::string& what,
       done += static_cast<std::size_t>(n);
       continue;
     }
-    if (n == 0) Lose(what, "the server closed the connection (did it exit?)");
+    if (n == 0) lose(what, "the server closed the connection (did it exit?)");
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       pollfd p{fd_, POLLIN, 0};
-      const int rc = ::poll(&p, 1, RemainingMs(deadline));
+      const int rc = ::poll(&p, 1, remaining_ms(deadline));
       if (rc == 0) {
         ::close(fd_);
         fd_ = -1;  // a reply is still due: reconnect for the next call
@@ -104,11 +104,11 @@ void TcpStore::RecvAll(char* data, std::size_t size, const std::string& what,
       }
       continue;
     }
-    Lose(what, std::strerror(errno));
+    lose(what, std::strerror(errno));
   }
 }
 
-void TcpStore::CheckSizes(const std::string& key, std::size_t value_size, const char* what) const {
+void TcpStore::check_sizes(const std::string& key, std::size_t value_size, const char* what) const {
   HVD_CHECK(key.size() <= proto::kMaxKeySize, InvalidArgument,
             "TcpStore: " << what << ": the key is " << key.size() << " bytes, over the limit of "
                          << proto::kMaxKeySize);
@@ -117,7 +117,7 @@ void TcpStore::CheckSizes(const std::string& key, std::size_t value_size, const 
                          << " bytes, over the limit of " << proto::kMaxValueSize);
 }
 
-TcpStore::Reply TcpStore::Call(unsigned char op, const std::string& key, const std::string& value,
+TcpStore::Reply TcpStore::call(unsigned char op, const std::string& key, const std::string& value,
                                const char* op_name, Clock::time_point deadline) {
   const std::string what = std::string(op_name) + "('" + key + "')";
   std::lock_guard<std::mutex> lock(mutex_);
@@ -128,7 +128,7 @@ TcpStore::Reply TcpStore::Call(unsigned char op, const std::string& key, const s
     }
     // Dropped after a timeout: the server may only be slow, so reconnect.
     std::string error;
-    fd_ = ConnectOnce(host_, port_, AF_INET, deadline, &error);
+    fd_ = connect_once(host_, port_, AF_INET, deadline, &error);
     if (fd_ < 0) {
       lost_reason_ = "reconnecting failed: " + error;
       HVD_THROW(Error, "TcpStore: " << what << ": cannot reconnect to the rendezvous store at "
@@ -139,22 +139,22 @@ TcpStore::Reply TcpStore::Call(unsigned char op, const std::string& key, const s
   std::string header;
   header.reserve(proto::kRequestHeaderSize + key.size());
   header.push_back(static_cast<char>(op));
-  proto::PutU32(&header, static_cast<std::uint32_t>(key.size()));
-  proto::PutU64(&header, value.size());
+  proto::put_u32(&header, static_cast<std::uint32_t>(key.size()));
+  proto::put_u64(&header, value.size());
   header.append(key);
-  SendAll(header, what, deadline);
-  if (!value.empty()) SendAll(value, what, deadline);
+  send_all(header, what, deadline);
+  if (!value.empty()) send_all(value, what, deadline);
 
   char reply_header[proto::kReplyHeaderSize];
-  RecvAll(reply_header, sizeof(reply_header), what, deadline);
+  recv_all(reply_header, sizeof(reply_header), what, deadline);
   Reply reply;
   reply.status = static_cast<unsigned char>(reply_header[0]);
-  const std::uint64_t size = proto::GetU64(reply_header + 1);
+  const std::uint64_t size = proto::get_u64(reply_header + 1);
   if (reply.status > proto::kError || size > proto::kMaxValueSize) {
-    Lose(what, "malformed reply (is " + address() + " a horovodcpp rendezvous store?)");
+    lose(what, "malformed reply (is " + address() + " a horovodcpp rendezvous store?)");
   }
   reply.payload.resize(size);
-  if (size > 0) RecvAll(&reply.payload[0], size, what, deadline);
+  if (size > 0) recv_all(&reply.payload[0], size, what, deadline);
   if (reply.status == proto::kError) {
     HVD_THROW(InvalidArgument, "TcpStore: " << what << " failed at the rendezvous store at "
                                             << address() << ": " << reply.payload);
@@ -163,12 +163,12 @@ TcpStore::Reply TcpStore::Call(unsigned char op, const std::string& key, const s
 }
 
 void TcpStore::set(const std::string& key, const std::string& value) {
-  CheckSizes(key, value.size(), "set");
-  Call(proto::kSet, key, value, "set", Clock::now() + io_timeout_);
+  check_sizes(key, value.size(), "set");
+  call(proto::kSet, key, value, "set", Clock::now() + io_timeout_);
 }
 
 std::string TcpStore::get(const std::string& key, std::chrono::milliseconds timeout) {
-  CheckSizes(key, 0, "get");
+  check_sizes(key, 0, "get");
   const auto deadline = Clock::now() + timeout;
   // One exchange may overrun the deadline by this much, so that a get with
   // a short timeout still gets an answer from a busy server.
@@ -176,7 +176,7 @@ std::string TcpStore::get(const std::string& key, std::chrono::milliseconds time
   auto pause = std::chrono::milliseconds(1);
   for (;;) {
     Reply reply =
-        Call(proto::kGet, key, std::string(), "get", std::max(deadline, Clock::now() + grace));
+        call(proto::kGet, key, std::string(), "get", std::max(deadline, Clock::now() + grace));
     if (reply.status == proto::kOk) return std::move(reply.payload);
     const auto now = Clock::now();
     if (now >= deadline) {
@@ -189,13 +189,13 @@ std::string TcpStore::get(const std::string& key, std::chrono::milliseconds time
 }
 
 long long TcpStore::add(const std::string& key, long long delta) {
-  CheckSizes(key, 8, "add");
-  Reply reply = Call(proto::kAdd, key, proto::EncodeI64(delta), "add", Clock::now() + io_timeout_);
+  check_sizes(key, 8, "add");
+  Reply reply = call(proto::kAdd, key, proto::encode_i64(delta), "add", Clock::now() + io_timeout_);
   if (reply.status != proto::kOk || reply.payload.size() != 8) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Lose("add('" + key + "')", "malformed reply");
+    lose("add('" + key + "')", "malformed reply");
   }
-  return proto::DecodeI64(reply.payload.data());
+  return proto::decode_i64(reply.payload.data());
 }
 
 }  // namespace hvd

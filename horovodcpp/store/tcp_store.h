@@ -39,14 +39,14 @@ class TcpStore : public Store {
   // One request/reply exchange; the reply must arrive before `deadline`.
   // Throws hvd::Error when the connection is (or was) lost, hvd::Timeout
   // (and drops the connection) when the deadline passes.
-  Reply Call(unsigned char op, const std::string& key, const std::string& value, const char* what,
+  Reply call(unsigned char op, const std::string& key, const std::string& value, const char* what,
              std::chrono::steady_clock::time_point deadline);
-  void SendAll(const std::string& data, const std::string& what,
-               std::chrono::steady_clock::time_point deadline);
-  void RecvAll(char* data, std::size_t size, const std::string& what,
-               std::chrono::steady_clock::time_point deadline);
-  [[noreturn]] void Lose(const std::string& what, const std::string& reason);
-  void CheckSizes(const std::string& key, std::size_t value_size, const char* what) const;
+  void send_all(const std::string& data, const std::string& what,
+                std::chrono::steady_clock::time_point deadline);
+  void recv_all(char* data, std::size_t size, const std::string& what,
+                std::chrono::steady_clock::time_point deadline);
+  [[noreturn]] void lose(const std::string& what, const std::string& reason);
+  void check_sizes(const std::string& key, std::size_t value_size, const char* what) const;
 
   std::string host_;
   int port_;

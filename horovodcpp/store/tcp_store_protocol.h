@@ -25,35 +25,35 @@ constexpr std::size_t kReplyHeaderSize = 1 + 8;
 constexpr std::uint64_t kMaxKeySize = 1ULL << 20;     // 1 MiB
 constexpr std::uint64_t kMaxValueSize = 64ULL << 20;  // 64 MiB
 
-inline void PutU32(std::string* out, std::uint32_t v) {
+inline void put_u32(std::string* out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8)
     out->push_back(static_cast<char>((v >> shift) & 0xFF));
 }
 
-inline void PutU64(std::string* out, std::uint64_t v) {
+inline void put_u64(std::string* out, std::uint64_t v) {
   for (int shift = 56; shift >= 0; shift -= 8)
     out->push_back(static_cast<char>((v >> shift) & 0xFF));
 }
 
-inline std::uint32_t GetU32(const char* p) {
+inline std::uint32_t get_u32(const char* p) {
   std::uint32_t v = 0;
   for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
   return v;
 }
 
-inline std::uint64_t GetU64(const char* p) {
+inline std::uint64_t get_u64(const char* p) {
   std::uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
   return v;
 }
 
-inline std::string EncodeI64(long long v) {
+inline std::string encode_i64(long long v) {
   std::string out;
-  PutU64(&out, static_cast<std::uint64_t>(v));
+  put_u64(&out, static_cast<std::uint64_t>(v));
   return out;
 }
 
-inline long long DecodeI64(const char* p) { return static_cast<long long>(GetU64(p)); }
+inline long long decode_i64(const char* p) { return static_cast<long long>(get_u64(p)); }
 
 }  // namespace store_protocol
 }  // namespace hvd

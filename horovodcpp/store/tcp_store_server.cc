@@ -43,9 +43,9 @@ struct Connection {
   std::size_t pending_out() const { return out.size() - out_off; }
 };
 
-void Reply(Connection* c, proto::Status status, const std::string& payload) {
+void reply(Connection* c, proto::Status status, const std::string& payload) {
   c->out.push_back(static_cast<char>(status));
-  proto::PutU64(&c->out, payload.size());
+  proto::put_u64(&c->out, payload.size());
   c->out.append(payload);
 }
 
@@ -53,14 +53,14 @@ class Handler {
  public:
   // Serves every complete request buffered in `c`; marks it closing when a
   // request is malformed or too large.
-  void Process(Connection* c) {
+  void process(Connection* c) {
     std::size_t off = 0;
     while (!c->closing && c->pending_out() < kOutputHighWater &&
            c->in.size() - off >= proto::kRequestHeaderSize) {
       const char* header = c->in.data() + off;
       const auto op = static_cast<unsigned char>(header[0]);
-      const std::uint64_t key_len = proto::GetU32(header + 1);
-      const std::uint64_t value_len = proto::GetU64(header + 5);
+      const std::uint64_t key_len = proto::get_u32(header + 1);
+      const std::uint64_t value_len = proto::get_u64(header + 5);
       const bool valid = key_len <= proto::kMaxKeySize && value_len <= proto::kMaxValueSize &&
                          (op == proto::kSet || (op == proto::kGet && value_len == 0) ||
                           (op == proto::kAdd && value_len == 8));
@@ -75,18 +75,18 @@ class Handler {
       switch (op) {
         case proto::kSet:
           data_[std::move(key)].assign(value, value_len);
-          Reply(c, proto::kOk, std::string());
+          reply(c, proto::kOk, std::string());
           break;
         case proto::kGet: {
           auto it = data_.find(key);
           if (it == data_.end()) {
-            Reply(c, proto::kNotFound, std::string());
+            reply(c, proto::kNotFound, std::string());
           } else {
-            Reply(c, proto::kOk, it->second);
+            reply(c, proto::kOk, it->second);
           }
           break;
         }
-        case proto::kAdd: Add(c, std::move(key), proto::DecodeI64(value)); break;
+        case proto::kAdd: add(c, std::move(key), proto::decode_i64(value)); break;
       }
       off += total;
     }
@@ -94,28 +94,28 @@ class Handler {
   }
 
  private:
-  void Add(Connection* c, std::string key, long long delta) {
+  void add(Connection* c, std::string key, long long delta) {
     long long current = 0;
     auto it = data_.find(key);
     if (it != data_.end() && !parse_counter(it->second, &current)) {
-      Reply(c, proto::kError, "the stored value is not an integer");
+      reply(c, proto::kError, "the stored value is not an integer");
       return;
     }
     long long updated = 0;
     if (__builtin_add_overflow(current, delta, &updated)) {
-      Reply(c, proto::kError,
+      reply(c, proto::kError,
             "the counter overflows (" + std::to_string(current) + " + " + std::to_string(delta) +
                 ")");
       return;
     }
     data_[std::move(key)] = std::to_string(updated);
-    Reply(c, proto::kOk, proto::EncodeI64(updated));
+    reply(c, proto::kOk, proto::encode_i64(updated));
   }
 
   std::unordered_map<std::string, std::string> data_;
 };
 
-void ReadFrom(Connection* c) {
+void read_from(Connection* c) {
   char buffer[64 * 1024];
   std::size_t budget = kReadBudget;
   while (budget > 0) {
@@ -132,7 +132,7 @@ void ReadFrom(Connection* c) {
   }
 }
 
-void WriteTo(Connection* c) {
+void write_to(Connection* c) {
   while (c->pending_out() > 0) {
     ssize_t n = ::send(c->fd, c->out.data() + c->out_off, c->pending_out(), MSG_NOSIGNAL);
     if (n > 0) {
@@ -148,7 +148,7 @@ void WriteTo(Connection* c) {
   c->out_off = 0;
 }
 
-void AcceptAll(int listen_fd, std::vector<std::unique_ptr<Connection>>* conns) {
+void accept_all(int listen_fd, std::vector<std::unique_ptr<Connection>>* conns) {
   for (;;) {
     int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -219,7 +219,7 @@ TcpStoreServer::TcpStoreServer(const std::string& bind_address, int port) {
   wake_read_fd_ = pipe_fds[0];
   wake_write_fd_ = pipe_fds[1];
   try {
-    thread_ = std::thread([this] { Serve(); });
+    thread_ = std::thread([this] { serve(); });
   } catch (...) {
     ::close(listen_fd_);
     ::close(wake_read_fd_);
@@ -239,7 +239,7 @@ TcpStoreServer::~TcpStoreServer() {
   ::close(wake_write_fd_);
 }
 
-void TcpStoreServer::Serve() {
+void TcpStoreServer::serve() {
   Handler handler;
   std::vector<std::unique_ptr<Connection>> conns;
   std::vector<pollfd> fds;
@@ -267,13 +267,13 @@ void TcpStoreServer::Serve() {
       if (revents == 0) continue;
       try {
         if (revents & POLLNVAL) c->closing = true;
-        if (!c->closing && (revents & (POLLIN | POLLHUP | POLLERR))) ReadFrom(c);
+        if (!c->closing && (revents & (POLLIN | POLLHUP | POLLERR))) read_from(c);
         // Serve, send, and go on while the replies drain at once (requests
         // beyond the output high-water mark wait in `in`).
         while (!c->closing) {
           const std::size_t buffered = c->in.size();
-          handler.Process(c);
-          if (!c->closing && c->pending_out() > 0) WriteTo(c);
+          handler.process(c);
+          if (!c->closing && c->pending_out() > 0) write_to(c);
           if (c->pending_out() > 0 || c->in.size() == buffered) break;
         }
       } catch (const std::bad_alloc&) {
@@ -289,7 +289,7 @@ void TcpStoreServer::Serve() {
     conns.erase(std::remove(conns.begin(), conns.end(), nullptr), conns.end());
     if (fds[1].revents & POLLIN) {
       try {
-        AcceptAll(listen_fd_, &conns);
+        accept_all(listen_fd_, &conns);
       } catch (const std::bad_alloc&) {
       }
     }

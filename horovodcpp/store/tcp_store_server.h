@@ -23,7 +23,7 @@ class TcpStoreServer {
   int port() const { return port_; }
 
  private:
-  void Serve();
+  void serve();
 
   int listen_fd_ = -1;
   int wake_read_fd_ = -1;

@@ -77,11 +77,11 @@ TEST_F(FileStoreTest, RoundTripsBinaryEmptyAndOddKeys) {
 TEST_F(FileStoreTest, EncodedNamesAreSafe) {
   for (const std::string& key :
        {std::string("a/b"), std::string(".."), std::string("x y%"), std::string(5000, '/')}) {
-    const std::string name = FileStore::EncodeKey(key);
+    const std::string name = FileStore::encode_key(key);
     EXPECT_EQ(name.find('/'), std::string::npos) << name;
     EXPECT_LE(name.size(), 200u);
   }
-  EXPECT_NE(FileStore::EncodeKey("a/b"), FileStore::EncodeKey("a%2Fb"));
+  EXPECT_NE(FileStore::encode_key("a/b"), FileStore::encode_key("a%2Fb"));
 }
 
 TEST_F(FileStoreTest, TwoInstancesShareTheDirectory) {

@@ -69,5 +69,62 @@ TEST(FusionPlanTest, GroupMembersWithDifferentKeysSplitByKey) {
   EXPECT_EQ(groups, (Groups{{0, 2}, {1}, {3}}));
 }
 
+Request allreduce_request(DataType dtype) {
+  Request request;
+  request.op_type = OpType::kAllreduce;
+  request.dtype = dtype;
+  request.reduce_op = ReduceOp::kSum;
+  return request;
+}
+
+Response agreed(OpType op_type) {
+  Response response;
+  response.op_type = op_type;
+  return response;
+}
+
+TEST(FusionCandidateTest, OnlyAllreducesWithoutErrorFuse) {
+  const Request request = allreduce_request(DataType::kFloat32);
+  EXPECT_TRUE(fusion_candidate(agreed(OpType::kAllreduce), request, 4, false).fusable);
+  EXPECT_FALSE(fusion_candidate(agreed(OpType::kBroadcast), request, 4, false).fusable);
+  Response failed = agreed(OpType::kAllreduce);
+  failed.error_kind = ErrorKind::kInvalidArgument;
+  EXPECT_FALSE(fusion_candidate(failed, request, 4, false).fusable);
+}
+
+TEST(FusionCandidateTest, BytesInTheFusionBuffer) {
+  const Request half = allreduce_request(DataType::kFloat16);
+  const Response response = agreed(OpType::kAllreduce);
+  EXPECT_EQ(fusion_candidate(response, half, 10, false).bytes, 20u);
+  EXPECT_EQ(fusion_candidate(response, half, 10, true).bytes, 40u);  // widened to float32
+}
+
+TEST(FusionCandidateTest, KeySeparatesWhatMustNotFuse) {
+  const Response response = agreed(OpType::kAllreduce);
+  const Request base = allreduce_request(DataType::kFloat32);
+  const std::string key = fusion_candidate(response, base, 1, false).key;
+  Request other = base;
+  other.postscale_factor = 0.5;
+  EXPECT_NE(fusion_candidate(response, other, 1, false).key, key);
+  other = base;
+  other.device = Device::cuda(0);
+  EXPECT_NE(fusion_candidate(response, other, 1, false).key, key);
+  Response joined = response;
+  joined.joined_ranks = {1};
+  EXPECT_NE(fusion_candidate(joined, base, 1, false).key, key);
+  // Ranks use different GPUs: the index stays out of the key.
+  Request gpu0 = base, gpu1 = base;
+  gpu0.device = Device::cuda(0);
+  gpu1.device = Device::cuda(1);
+  EXPECT_EQ(fusion_candidate(response, gpu0, 1, false).key,
+            fusion_candidate(response, gpu1, 1, false).key);
+}
+
+TEST(FusionCandidateTest, AGroupsAllreducesCarryTheirGroup) {
+  Request request = allreduce_request(DataType::kFloat32);
+  request.group_id = "g7";
+  EXPECT_EQ(fusion_candidate(agreed(OpType::kAllreduce), request, 1, false).group, "g7");
+}
+
 }  // namespace
 }  // namespace hvd

@@ -11,12 +11,16 @@
 #include <random>
 #include <string>
 
-#include "core/half.h"
+#include "core/execution/half.h"
+#include "double_to_half.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 
 namespace hvd {
 namespace {
+
+using test::double_to_bfloat16_bits;
+using test::double_to_half_bits;
 
 std::uint32_t bits_of(float value) {
   std::uint32_t bits;

@@ -14,13 +14,17 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/half.h"
+#include "core/execution/half.h"
 #include "core/execution/reduction.h"
+#include "double_to_half.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 
 namespace hvd {
 namespace {
+
+using test::double_to_bfloat16_bits;
+using test::double_to_half_bits;
 
 using Rng = std::mt19937_64;
 using Int128 = __int128;

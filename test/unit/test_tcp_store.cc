@@ -174,8 +174,8 @@ TEST_F(TcpStoreTest, ServerClosesMisbehavingConnections) {
   {
     int fd = RawConnect(server_.port());
     std::string header(1, static_cast<char>(store_protocol::kSet));
-    store_protocol::PutU32(&header, 3);
-    store_protocol::PutU64(&header, store_protocol::kMaxValueSize + 1);  // over the bound
+    store_protocol::put_u32(&header, 3);
+    store_protocol::put_u64(&header, store_protocol::kMaxValueSize + 1);  // over the bound
     header += "key";
     ASSERT_GT(::send(fd, header.data(), header.size(), MSG_NOSIGNAL), 0);
     EXPECT_TRUE(ClosedByPeer(fd));

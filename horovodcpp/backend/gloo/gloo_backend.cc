@@ -33,19 +33,6 @@ void with_element_type(DataType dtype, Fn&& fn) {
 // The slot prefix of sendrecv's messages: Gloo's collectives use 0x01-0x08.
 constexpr std::uint8_t kSendRecvSlotPrefix = 0x40;
 
-void check_dtype(DataType dtype) {
-  HVD_CHECK(static_cast<unsigned>(dtype) < static_cast<unsigned>(kNumDataTypes), InvalidArgument,
-            "unknown dtype " << static_cast<int>(dtype));
-}
-
-void check_reduce_op(ReduceOp op) {
-  HVD_CHECK(op != ReduceOp::kAverage, InvalidArgument,
-            "the Gloo backend does not average; the core reduces with Sum and divides");
-  HVD_CHECK(op == ReduceOp::kSum || op == ReduceOp::kMin || op == ReduceOp::kMax ||
-                op == ReduceOp::kProduct,
-            InvalidArgument, "unknown reduce op " << static_cast<int>(op));
-}
-
 }  // namespace
 
 GlooBackend::GlooBackend(std::shared_ptr<GlooContext> context) : context_(std::move(context)) {
@@ -61,8 +48,8 @@ BackendCapabilities GlooBackend::capabilities() const {
 
 void GlooBackend::allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
   // Validation comes first, so a bad call throws on every rank alike.
-  check_dtype(dtype);
-  check_reduce_op(op);
+  check_backend_dtype(dtype);
+  check_backend_reduce_op("Gloo", op);
   if (count == 0) return;
   const std::size_t element_size = dtype_size(dtype);
   // Gloo calls reduce(out, a, b, n): out = a op b, where out may alias a or b.
@@ -84,7 +71,7 @@ void GlooBackend::allreduce(void* buffer, std::size_t count, DataType dtype, Red
 }
 
 void GlooBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int root) {
-  check_dtype(dtype);
+  check_backend_dtype(dtype);
   const int size = context_->topology().size;
   HVD_CHECK(root >= 0 && root < size, InvalidArgument,
             "broadcast root " << root << " is not a rank of a job of size " << size);
@@ -103,7 +90,7 @@ void GlooBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int
 
 void GlooBackend::allgatherv(const void* input, void* output,
                              const std::vector<std::size_t>& counts, DataType dtype) {
-  check_dtype(dtype);
+  check_backend_dtype(dtype);
   const Topology& topology = context_->topology();
   HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
                "allgatherv needs one count per rank");
@@ -133,7 +120,7 @@ void GlooBackend::allgatherv(const void* input, void* output,
 void GlooBackend::alltoallv(const void* input, const std::vector<std::size_t>& send_counts,
                             void* output, const std::vector<std::size_t>& recv_counts,
                             DataType dtype) {
-  check_dtype(dtype);
+  check_backend_dtype(dtype);
   const Topology& topology = context_->topology();
   HVD_CHECK_EQ(send_counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
                "alltoallv needs one send count per rank");
@@ -159,8 +146,8 @@ void GlooBackend::alltoallv(const void* input, const std::vector<std::size_t>& s
 
 void GlooBackend::reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
                                 DataType dtype, ReduceOp op) {
-  check_dtype(dtype);
-  check_reduce_op(op);
+  check_backend_dtype(dtype);
+  check_backend_reduce_op("Gloo", op);
   const Topology& topology = context_->topology();
   HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(topology.size), InvalidArgument,
                "reducescatter needs one count per rank");
@@ -180,7 +167,7 @@ void GlooBackend::reducescatter(void* buffer, void* output, const std::vector<st
 
 void GlooBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
                            std::size_t recv_count, DataType dtype, int peer) {
-  check_dtype(dtype);
+  check_backend_dtype(dtype);
   const Topology& topology = context_->topology();
   check_sendrecv_arguments(peer, topology.rank, topology.size, send_count, recv_count);
   const std::size_t element_size = dtype_size(dtype);

@@ -17,19 +17,6 @@
 namespace hvd {
 namespace {
 
-void check_dtype(DataType dtype) {
-  HVD_CHECK(static_cast<unsigned>(dtype) < static_cast<unsigned>(kNumDataTypes), InvalidArgument,
-            "unknown dtype " << static_cast<int>(dtype));
-}
-
-void check_reduce_op(ReduceOp op) {
-  HVD_CHECK(op != ReduceOp::kAverage, InvalidArgument,
-            "the shm backend does not average; the core reduces with Sum and divides");
-  HVD_CHECK(op == ReduceOp::kSum || op == ReduceOp::kMin || op == ReduceOp::kMax ||
-                op == ReduceOp::kProduct,
-            InvalidArgument, "unknown reduce op " << static_cast<int>(op));
-}
-
 std::uint64_t chunks_of(std::size_t bytes, std::size_t chunk_bytes) {
   return (bytes + chunk_bytes - 1) / chunk_bytes;
 }
@@ -84,8 +71,8 @@ void ShmBackend::allreduce(void* buffer, std::size_t count, DataType dtype, Redu
 
 void ShmBackend::allreduce_scaled(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
                                   double divisor, double factor) {
-  check_dtype(dtype);
-  check_reduce_op(op);
+  check_backend_dtype(dtype);
+  check_backend_reduce_op("shm", op);
   if (!active()) return inner_->allreduce_scaled(buffer, count, dtype, op, divisor, factor);
   auto* bytes = static_cast<unsigned char*>(buffer);
   reduce_chunks("allreduce", bytes, count, dtype, op, 0, count, bytes, divisor, factor);
@@ -93,8 +80,8 @@ void ShmBackend::allreduce_scaled(void* buffer, std::size_t count, DataType dtyp
 
 void ShmBackend::reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
                                DataType dtype, ReduceOp op) {
-  check_dtype(dtype);
-  check_reduce_op(op);
+  check_backend_dtype(dtype);
+  check_backend_reduce_op("shm", op);
   HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(size_), InvalidArgument,
                "reducescatter needs one count per rank");
   if (!active()) return inner_->reducescatter(buffer, output, counts, dtype, op);
@@ -156,7 +143,7 @@ void ShmBackend::reduce_chunks(const char* what, unsigned char* buffer, std::siz
 }
 
 void ShmBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int root) {
-  check_dtype(dtype);
+  check_backend_dtype(dtype);
   HVD_CHECK(root >= 0 && root < size_, InvalidArgument,
             "broadcast root " << root << " is not a rank of a job of size " << size_);
   if (!active()) return inner_->broadcast(buffer, count, dtype, root);
@@ -179,7 +166,7 @@ void ShmBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int 
 
 void ShmBackend::allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
                             DataType dtype) {
-  check_dtype(dtype);
+  check_backend_dtype(dtype);
   HVD_CHECK_EQ(counts.size(), static_cast<std::size_t>(size_), InvalidArgument,
                "allgatherv needs one count per rank");
   if (!active()) return inner_->allgatherv(input, output, counts, dtype);

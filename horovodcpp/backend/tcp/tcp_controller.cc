@@ -222,7 +222,7 @@ void TcpController::connect_tree(int listener, const std::vector<std::string>& a
     int fd = -1;
     // The parent listens already; a refused attempt (its backlog full) is retried.
     while (fd < 0 && Clock::now() < deadline) {
-      fd = ConnectOnce(host, port, AF_UNSPEC, deadline, &error);
+      fd = connect_once(host, port, AF_UNSPEC, deadline, &error);
       if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     HVD_CHECK(fd >= 0, BackendError,
@@ -236,7 +236,7 @@ void TcpController::connect_tree(int listener, const std::vector<std::string>& a
   std::size_t connected = 0;
   while (connected < children_.size()) {
     pollfd p{listener, POLLIN, 0};
-    const int ready = ::poll(&p, 1, RemainingMs(deadline));
+    const int ready = ::poll(&p, 1, remaining_ms(deadline));
     if (ready < 0 && errno == EINTR) continue;
     HVD_CHECK(ready > 0, BackendError,
               "rank " << rank << " waited in vain for its children (ranks " << first_child_of(rank)

@@ -49,7 +49,7 @@ void TcpLink::send(FrameKind kind, std::uint32_t round, const void* payload, std
                 "TCP control " << what << ": lost the connection to rank " << peer_
                                << " (did it die?): " << std::strerror(errno));
       pollfd p{fd_, POLLOUT, 0};
-      const int ready = ::poll(&p, 1, RemainingMs(deadline));
+      const int ready = ::poll(&p, 1, remaining_ms(deadline));
       HVD_CHECK(ready != 0, PeerSilent,
                 "TCP control " << what << ": rank " << peer_
                                << " did not take this rank's message in time");
@@ -163,7 +163,7 @@ void receive_frames(const std::vector<TcpLink*>& links,
       earliest = std::min(earliest, deadlines[i]);
     }
     // Returns when bytes (or a close) arrive, at the deadline, or on a signal.
-    ::poll(waiting.data(), waiting.size(), RemainingMs(earliest));
+    ::poll(waiting.data(), waiting.size(), remaining_ms(earliest));
   }
 }
 

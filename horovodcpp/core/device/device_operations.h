@@ -12,24 +12,14 @@
 #include <vector>
 
 #include "base/check.h"
-#include "core/negotiation/controller.h"
 #include "core/device/host_staging.h"
-#include "core/process_sets/process_set_channel.h"
-#include "core/negotiation/tensor_queue.h"
 #include "core/diagnostics/timeline.h"
+#include "core/execution/result_plan.h"
+#include "core/negotiation/controller.h"
+#include "core/negotiation/tensor_queue.h"
+#include "core/process_sets/process_set_channel.h"
 
 namespace hvd {
-
-// Shapes and element counts of a collective whose result the library
-// allocates, worked out by the executor alike for CPU and CUDA tensors.
-struct ResultPlan {
-  std::vector<std::int64_t> shape;  // the result's
-  // allgather, reducescatter: elements of each rank's part; alltoall:
-  // elements received from each rank.
-  std::vector<std::size_t> counts;
-  std::vector<std::size_t> send_counts;       // alltoall: elements sent to each rank
-  std::vector<std::int64_t> received_splits;  // alltoall: rows received from each rank
-};
 
 class DeviceOperations {
  public:

@@ -80,7 +80,6 @@ class TimelineFileWriter {
   void flush();
   // Notes `dropped` events (if any), closes the JSON and the file.
   void finish(long long dropped);
-  long long bytes_written() const { return bytes_; }
   long long truncated() const { return truncated_; }  // events over the byte budget
 
  private:

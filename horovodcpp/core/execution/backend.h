@@ -32,6 +32,22 @@ inline void check_sendrecv_arguments(int peer, int rank, int size, std::size_t s
       "sendrecv with itself: " << send_count << " elements sent, " << recv_count << " received");
 }
 
+// What a backend checks of a call's dtype and op: the core passes a known
+// dtype and Sum, Min, Max or Product (Average is Sum and its own division).
+// `backend` names it in the message ("Gloo", "shm").
+inline void check_backend_dtype(DataType dtype) {
+  HVD_CHECK(static_cast<unsigned>(dtype) < static_cast<unsigned>(kNumDataTypes), InvalidArgument,
+            "unknown dtype " << static_cast<int>(dtype));
+}
+inline void check_backend_reduce_op(const char* backend, ReduceOp op) {
+  HVD_CHECK(
+      op != ReduceOp::kAverage, InvalidArgument,
+      "the " << backend << " backend does not average; the core reduces with Sum and divides");
+  HVD_CHECK(op == ReduceOp::kSum || op == ReduceOp::kMin || op == ReduceOp::kMax ||
+                op == ReduceOp::kProduct,
+            InvalidArgument, "unknown reduce op " << static_cast<int>(op));
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -1,8 +1,33 @@
 #include "core/execution/fusion_plan.h"
 
+#include <sstream>
 #include <unordered_map>
 
 namespace hvd {
+namespace {
+
+// Allreduces of equal keys may share the fusion buffer. Only what every rank
+// sees alike goes in: the device type, not its index (ranks may use
+// different GPUs, and a joined rank's zeros carry the template's device).
+std::string fusion_key(const Request& r, const Response& response) {
+  std::ostringstream key;
+  key << int(r.dtype) << '/' << int(r.reduce_op) << '/' << r.prescale_factor << '/'
+      << r.postscale_factor << '/' << int(r.device.type) << '/' << response.joined_ranks.size();
+  return key.str();
+}
+
+}  // namespace
+
+FusionCandidate fusion_candidate(const Response& response, const Request& request,
+                                 std::size_t elements, bool staged_in_float32) {
+  FusionCandidate c;
+  c.fusable = response.op_type == OpType::kAllreduce && response.error_kind == ErrorKind::kNone;
+  if (!c.fusable) return c;
+  c.key = fusion_key(request, response);
+  c.bytes = elements * (staged_in_float32 ? sizeof(float) : dtype_size(request.dtype));
+  c.group = request.group_id;  // a group's allreduces fuse together
+  return c;
+}
 
 std::vector<std::vector<std::size_t>> plan_fusion(const std::vector<FusionCandidate>& candidates,
                                                   std::size_t threshold) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/negotiation/message.h"
+
 namespace hvd {
 
 struct FusionCandidate {
@@ -20,6 +22,12 @@ struct FusionCandidate {
   // Horovod does, and never with tensors outside the group.
   std::string group;
 };
+
+// The candidate for a tensor of `elements` elements agreed as `response`
+// (its own request: `request`). `staged_in_float32`: a float16/bfloat16
+// allreduce widened to float32 in the fusion buffer.
+FusionCandidate fusion_candidate(const Response& response, const Request& request,
+                                 std::size_t elements, bool staged_in_float32);
 
 // Groups of candidate indices, in execution order (a group runs where its
 // first member stands). A group's bytes add up to at most `threshold`; a

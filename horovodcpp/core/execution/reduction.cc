@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "base/check.h"
-#include "core/half.h"
+#include "core/execution/half.h"
 
 // -DHVD_F16C_DISPATCH=0 builds the portable path only (to test it on x86).
 #ifndef HVD_F16C_DISPATCH

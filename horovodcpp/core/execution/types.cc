@@ -1,7 +1,7 @@
 #include "horovodcpp/types.h"
 
 #include "base/check.h"
-#include "core/half.h"
+#include "core/execution/half.h"
 
 namespace hvd {
 

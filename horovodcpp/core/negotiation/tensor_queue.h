@@ -29,7 +29,7 @@ struct TensorEntry {
   // CUDA tensors: the event marking the input ready on input.stream
   // (DeviceOperations::record_ready); null otherwise.
   std::shared_ptr<void> ready_event;
-  // A joined rank's zeros (CollectiveExecutor::zeros_for): `input` is host
+  // A joined rank's zeros (JoinedZeros::make): `input` is host
   // memory whatever request.device says (another rank's), or, for
   // device-side operations (NCCL), no memory at all (null data); no caller
   // waits for the Work.

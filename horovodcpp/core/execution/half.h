@@ -28,24 +28,6 @@ inline float bits_float(std::uint32_t bits) {
   return value;
 }
 
-// Rounds a double to float with round-to-odd: truncate toward zero and set
-// the last bit when inexact. Rounding that float to nearest-even at a
-// precision at least two bits narrower (float16: 11, bfloat16: 8 of 24) gives
-// the correctly rounded result of the double; plain double->float->half
-// rounding twice would not (e.g. 1 + 2^-11 + 2^-40 would round down).
-inline float double_to_float_round_odd(double value) {
-  const float nearest = static_cast<float>(value);
-  const std::uint32_t bits = float_bits(nearest);
-  const double magnitude = value < 0 ? -value : value;
-  const double nearest_magnitude = nearest < 0 ? -static_cast<double>(nearest)
-                                               : static_cast<double>(nearest);
-  // Rounded away from zero: step one unit back toward zero (inf -> FLT_MAX).
-  const std::uint32_t truncated = nearest_magnitude > magnitude ? bits - 1 : bits;
-  // value != value (NaN) compares unequal too: keep NaN as it is.
-  const bool inexact = static_cast<double>(nearest) != value && value == value;
-  return bits_float(inexact ? (truncated | 1u) : bits);
-}
-
 // c ? a : b as mask arithmetic: keeps both inputs computed unconditionally,
 // so the compiler cannot move a float operation under a branch (which it then
 // may not if-convert, the operation could raise an FP exception).
@@ -112,15 +94,6 @@ inline std::uint16_t float_to_bfloat16_bits(float value) {
   const std::uint32_t nan = (f >> 16) | 0x0040u;
   const bool is_nan = (f & 0x7fffffffu) > 0x7f800000u;
   return static_cast<std::uint16_t>(is_nan ? nan : rounded);
-}
-
-// double -> float16/bfloat16 with a single rounding to nearest even (used by
-// the scalings, which compute in double).
-inline std::uint16_t double_to_half_bits(double value) {
-  return float_to_half_bits(half_detail::double_to_float_round_odd(value));
-}
-inline std::uint16_t double_to_bfloat16_bits(double value) {
-  return float_to_bfloat16_bits(half_detail::double_to_float_round_odd(value));
 }
 
 }  // namespace hvd

@@ -1,2 +1,0 @@
-// The conversions are inline in half.h so that reduction loops vectorize.
-#include "core/half.h"

@@ -34,6 +34,16 @@ inline bool valid_json(const std::string& path) {
   return std::system(command.c_str()) == 0;
 }
 
+// Whether the file is JSON once its last event, which a write killed midway
+// may have cut short, is dropped and the closing put back (docs/faults.md).
+inline bool json_without_last_event(const std::string& path) {
+  const std::string command =
+      "python3 -c 'import json,sys; t=open(sys.argv[1]).read(); "
+      "json.loads(t[:t.rfind(\",\\n{\")] + \"]}\")' " +
+      path;
+  return std::system(command.c_str()) == 0;
+}
+
 struct TracedEvent {
   std::string row;
   std::string name;

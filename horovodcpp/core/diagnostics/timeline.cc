@@ -19,6 +19,8 @@ namespace {
 constexpr long long kTailReserve = 512;
 // Follows the last event at all times.
 constexpr char kClosing[] = "\n]}\n";
+// Events per write: about a page, so that a killed write loses at most one.
+constexpr std::size_t kPieceBytes = 4000;
 
 std::string json_string(const std::string& text) {
   std::string out = "\"";
@@ -147,22 +149,37 @@ void TimelineFileWriter::write(const TimelineEvent& event) {
 
 void TimelineFileWriter::flush() {
   if (fd_ < 0 || (pending_.empty() && written_ > 0)) return;
-  // The new events overwrite the old closing and end with a new one: one
-  // write, so the file is never without its closing between two flushes.
-  const std::string text = pending_ + kClosing;
+  // The new events overwrite the old closing and end with a new one, a page
+  // of events at a time: the kernel may stop a write killed midway only
+  // between pages, so a kill cuts at most one piece short.
+  std::size_t from = 0;
+  do {
+    std::size_t to = pending_.size();
+    if (to - from > kPieceBytes) {
+      const std::size_t cut = pending_.rfind(",\n{", from + kPieceBytes);
+      to = cut != std::string::npos && cut > from ? cut : pending_.find(",\n{", from + 1);
+      if (to == std::string::npos) to = pending_.size();
+    }
+    if (!write_at(written_, pending_.substr(from, to - from) + kClosing)) break;
+    written_ += static_cast<long long>(to - from);
+    from = to;
+  } while (from < pending_.size());
+  pending_.clear();
+}
+
+bool TimelineFileWriter::write_at(long long offset, const std::string& text) {
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::pwrite(fd_, text.data() + done, text.size() - done,
-                               static_cast<off_t>(written_ + static_cast<long long>(done)));
+                               static_cast<off_t>(offset + static_cast<long long>(done)));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       HVD_LOG(Warning) << "timeline: cannot write: " << std::strerror(errno);
-      break;
+      return false;
     }
     done += static_cast<std::size_t>(n);
   }
-  written_ += static_cast<long long>(pending_.size());
-  pending_.clear();
+  return true;
 }
 
 void TimelineFileWriter::finish(long long dropped) {

@@ -86,6 +86,9 @@ class TimelineFileWriter {
   void put(const std::string& text);
   int tid_of(const std::string& row);
 
+  // pwrite(2)s all of `text` at `offset`; false (after a warning) on an error.
+  bool write_at(long long offset, const std::string& text);
+
   int fd_ = -1;
   std::string pending_;    // formatted, not yet written
   long long written_ = 0;  // bytes of events in the file; the closing follows

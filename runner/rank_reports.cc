@@ -11,41 +11,47 @@ namespace {
 
 constexpr std::chrono::milliseconds kNoWait(1);
 
-// The reporting rank and the ranks it blamed, of one report
-// ("RANK\nBLAMED\nMESSAGE"); what is not a rank number names nobody.
-std::vector<int> ranks_named(const std::string& value, bool with_reporter) {
+// One report, "RANK\nBLAMED\nMESSAGE" (core/runtime/hvdrun_link.h), with
+// BLAMED a comma-separated rank list.
+struct Report {
+  std::string rank;
+  std::vector<std::string> blamed;
+  std::string message;
+};
+
+Report parse(const std::string& value) {
   std::istringstream in(value);
-  std::string rank, blamed;
-  std::getline(in, rank);
+  Report report;
+  std::string blamed;
+  std::getline(in, report.rank);
   std::getline(in, blamed);
-  std::vector<std::string> named;
-  if (with_reporter) named.push_back(rank);
+  std::getline(in, report.message, '\0');
   std::istringstream ranks(blamed);
-  for (std::string r; std::getline(ranks, r, ',');) named.push_back(r);
-  std::vector<int> numbers;
-  for (const std::string& r : named) {
+  for (std::string r; std::getline(ranks, r, ',');) report.blamed.push_back(r);
+  return report;
+}
+
+// The rank numbers among `ranks`; what is not a rank number names nobody.
+std::vector<int> numbers(const std::vector<std::string>& ranks) {
+  std::vector<int> result;
+  for (const std::string& r : ranks) {
     try {
-      numbers.push_back(std::stoi(r));
+      result.push_back(std::stoi(r));
     } catch (const std::exception&) {
     }
   }
-  return numbers;
+  return result;
 }
 
 }  // namespace
 
 std::string describe_failure_report(const std::string& value) {
-  std::istringstream in(value);
-  std::string rank, blamed, message;
-  std::getline(in, rank);
-  std::getline(in, blamed);
-  std::getline(in, message, '\0');
-  if (blamed.empty()) return "rank " + rank + " failed: " + message;
+  const Report report = parse(value);
+  if (report.blamed.empty()) return "rank " + report.rank + " failed: " + report.message;
   std::string ranks;
-  for (char c : blamed) ranks += c == ',' ? std::string(", ") : std::string(1, c);
-  const bool several = blamed.find(',') != std::string::npos;
-  return (several ? "ranks " : "rank ") + ranks + " stopped answering (rank " + rank + ": " +
-         message + ")";
+  for (const std::string& r : report.blamed) ranks += (ranks.empty() ? "" : ", ") + r;
+  return (report.blamed.size() > 1 ? "ranks " : "rank ") + ranks + " stopped answering (rank " +
+         report.rank + ": " + report.message + ")";
 }
 
 RankReports::RankReports(int port)
@@ -63,14 +69,16 @@ void RankReports::read_new_reports() {
     } catch (const hvd::Error&) {
       return;  // no further report (yet)
     }
-    for (int r : ranks_named(reports_.back(), true)) accounted_.insert(r);
+    Report report = parse(reports_.back());
+    report.blamed.push_back(report.rank);
+    for (int r : numbers(report.blamed)) accounted_.insert(r);
   }
 }
 
 ReportedFailure RankReports::first_failure() {
   if (reports_.empty()) read_new_reports();
   if (reports_.empty()) return {};
-  return {describe_failure_report(reports_.front()), ranks_named(reports_.front(), false)};
+  return {describe_failure_report(reports_.front()), numbers(parse(reports_.front()).blamed)};
 }
 
 bool RankReports::all_accounted(int size) {

@@ -26,21 +26,9 @@ shift 2
 HERE=$(dirname "$(readlink -f "$0")")
 TAG="hvdelastic-$$-$RANDOM$RANDOM"
 WORK=$(mktemp -d /tmp/hvdrun_elastic.XXXXXX)
-PASSED=0
-FAILED=0
 export TF_CPP_MIN_LOG_LEVEL=3
 . "$HERE/../runner/netns_pair.sh"
-
-report() {  # name why log
-  if [ -z "$2" ]; then
-    PASSED=$((PASSED + 1))
-    echo "PASS $1"
-  else
-    FAILED=$((FAILED + 1))
-    echo "FAIL $1: $2"
-    sed 's/^/    | /' "$3" | tail -n 40
-  fi
-}
+. "$HERE/../runner/report.sh"
 
 # Seconds from "killing worker ... time T" to the first step a survivor
 # completed after it ("... size N ... time T2").
@@ -162,5 +150,4 @@ scenario_keras() {
 for scenario in "$@"; do
   "scenario_$scenario"
 done
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+summary

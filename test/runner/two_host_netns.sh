@@ -26,10 +26,9 @@ if [ "${3:-}" = --mpi ]; then
 fi
 TAG="hvdnet-$$-$RANDOM$RANDOM"
 WORK=$(mktemp -d /tmp/hvdrun_netns.XXXXXX)
-PASSED=0
-FAILED=0
 
 . "$(dirname "$0")/netns_pair.sh"
+. "$(dirname "$0")/report.sh"
 
 netns_pair_create
 case $? in
@@ -65,16 +64,6 @@ hvdrun_in_a() {  # log args...
     -H "$ADDR_A:2,$ADDR_B:2" --remote-shell "$WORK/rsh {host}" "$@" >"$log" 2>&1
 }
 
-report() {  # name why log
-  if [ -z "$2" ]; then
-    PASSED=$((PASSED + 1))
-    echo "PASS $1"
-  else
-    FAILED=$((FAILED + 1))
-    echo "FAIL $1: $2"
-    sed 's/^/    | /' "$3" | tail -n 30
-  fi
-}
 
 # 1. allreduce across both namespaces
 log="$WORK/allreduce.log"
@@ -146,5 +135,4 @@ if [ -n "$COLLECTIVE_TESTS" ]; then
   done
 fi
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+summary

@@ -9,10 +9,7 @@ BackendFactory built_backends() {
   BackendFactory factory;
   factory.transports = &available_transports;
   factory.create_transport = &create_transport;
-  factory.create_device_operations = [](Controller& controller, const std::string& cpu_transport,
-                                        ProcessSetChannel* channel, Timeline* timeline) {
-    return create_device_operations(controller, cpu_transport, channel, timeline);
-  };
+  factory.create_device_operations = &create_device_operations;
   return factory;
 }
 

@@ -21,12 +21,13 @@ std::vector<Entry> build() {
   const Scope rank = Scope::kRank, hvdrun = Scope::kSetByHvdrun, launcher = Scope::kLauncher;
   std::vector<Entry> t = {
       {S::kCycleTime, "CYCLE_TIME", kHorovod, T::kMilliseconds, rank, "1", 0, 1e6, "",
-       "the longest an idle coordinator waits before it runs a negotiation cycle anyway",
-       "Cycles are not paced by it: a submission wakes the coordinator at once, and a rank still "
-       "waiting on others runs its next cycle at once, so a step whose tensors all hit the "
-       "response cache never waits for a timer ([waiting](internals.md#latency-and-waiting))"},
+       "the pace of negotiation cycles: submissions gather for up to this long, so that a "
+       "backward pass's gradients are negotiated and fused together",
+       "A thread waiting for a result (Work::wait, synchronize) or a full fusion buffer starts a "
+       "cycle at once, so a lone blocking collective never waits for it "
+       "([waiting](internals.md#latency-and-waiting))"},
       {S::kIdleSpinMicroseconds, "IDLE_SPIN_MICROSECONDS", kOurs, T::kInt, rank, "0", 0, kIntMax,
-       "", "microseconds an idle coordinator polls for a submission before it sleeps",
+       "", "microseconds an idle coordinator polls for a waiting thread before it sleeps",
        "Worth a few tens of microseconds where ranks have spare cores (on a 2-core machine "
        "polling made a 4-byte allreduce slower, see "
        "[waiting](internals.md#latency-and-waiting))"},

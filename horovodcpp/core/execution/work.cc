@@ -32,11 +32,18 @@ bool WorkState::wait(std::optional<std::chrono::milliseconds> timeout) {
   // No polling here: measured on 2 cores, a waiting thread that spins takes
   // the core the coordinator needs and makes a 4-byte allreduce slower.
   std::unique_lock<std::mutex> lock(mutex_);
+  if (done_) return true;
+  // The coordinator lets submissions gather until its next cycle is due;
+  // a waiting thread needs the result now.
+  if (wakeup_) wakeup_->begin_wait();
+  bool completed = true;
   if (!timeout) {
     done_cv_.wait(lock, [this] { return done_; });
-    return true;
+  } else {
+    completed = done_cv_.wait_for(lock, *timeout, [this] { return done_; });
   }
-  return done_cv_.wait_for(lock, *timeout, [this] { return done_; });
+  if (wakeup_) wakeup_->end_wait();
+  return completed;
 }
 
 void WorkState::on_done(std::function<void()> callback) {

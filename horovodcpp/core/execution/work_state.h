@@ -6,16 +6,23 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
 
+#include "core/negotiation/coordinator_wakeup.h"
 #include "horovodcpp/tensor.h"
 
 namespace hvd::detail {
 
 class WorkState {
  public:
+  // `wakeup` (may be null): told while a thread waits for this operation,
+  // so that its coordinator runs a cycle at once.
+  explicit WorkState(std::shared_ptr<CoordinatorWakeup> wakeup = nullptr)
+      : wakeup_(std::move(wakeup)) {}
+
   // `received_splits`: alltoall's rows received from each rank.
   void complete(Tensor output = Tensor(), std::vector<std::int64_t> received_splits = {});
   void fail(std::exception_ptr error);
@@ -32,6 +39,7 @@ class WorkState {
  private:
   void finish(Tensor output, std::vector<std::int64_t> received_splits, std::exception_ptr error);
 
+  const std::shared_ptr<CoordinatorWakeup> wakeup_;
   mutable std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;

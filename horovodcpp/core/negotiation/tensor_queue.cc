@@ -22,29 +22,37 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
               "a tensor named '" << name << "' is already in flight on this rank; wait for it "
                                     "before submitting that name again");
   }
+  std::size_t bytes = 0;
   for (TensorEntry& entry : entries) {
     const std::string name = entry.request.name;
+    bytes += entry.input.size_bytes();
     entries_.emplace(name, std::move(entry));
     new_names_.push_back(name);
   }
   new_count_ = new_names_.size();
+  new_bytes_ += bytes;
   entry_count_ = entries_.size();
   lock.unlock();
-  pushed_.notify_one();
+  // Otherwise the submission waits for the next cycle, with the others of
+  // its burst.
+  if (urgent()) wakeup_->wake();
 }
 
 bool TensorQueue::in_flight() const { return entry_count_.load() > 0; }
 
-bool TensorQueue::wait_for_new(std::chrono::steady_clock::time_point deadline,
-                               std::chrono::microseconds spin) {
-  const auto spin_until = std::min(deadline, std::chrono::steady_clock::now() + spin);
-  while (new_count_.load() == 0) {
-    if (std::chrono::steady_clock::now() >= spin_until) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      return pushed_.wait_until(lock, deadline, [this] { return !new_names_.empty(); });
-    }
-  }
-  return true;
+bool TensorQueue::urgent() const {
+  if (wakeup_->waiters() > 0 && entry_count_.load() > 0) return true;
+  return new_count_.load() > 0 && new_bytes_.load() >= urgent_bytes_.load();
+}
+
+bool TensorQueue::wait_until_urgent(std::chrono::steady_clock::time_point deadline,
+                                    std::chrono::microseconds spin) {
+  return wakeup_->sleep_until(deadline, spin, [this] { return urgent(); });
+}
+
+bool TensorQueue::wait_for_new(std::chrono::steady_clock::time_point deadline) {
+  return wakeup_->sleep_until(deadline, std::chrono::microseconds(0),
+                              [this] { return new_count_.load() > 0; });
 }
 
 std::vector<Request> TensorQueue::pop_new_requests(
@@ -59,6 +67,7 @@ std::vector<Request> TensorQueue::pop_new_requests(
   }
   new_names_.clear();
   new_count_ = 0;
+  new_bytes_ = 0;
   return requests;
 }
 
@@ -81,6 +90,7 @@ std::vector<TensorEntry> TensorQueue::close(std::exception_ptr reason) {
   entries_.clear();
   new_names_.clear();
   new_count_ = 0;
+  new_bytes_ = 0;
   entry_count_ = 0;
   return left;
 }

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -15,8 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/negotiation/message.h"
 #include "core/execution/work_state.h"
+#include "core/negotiation/coordinator_wakeup.h"
+#include "core/negotiation/message.h"
 #include "horovodcpp/tensor.h"
 
 namespace hvd {
@@ -55,18 +55,32 @@ class TensorQueue {
   // True while this rank has submissions not yet completed (waiting for
   // other ranks, or new).
   bool in_flight() const;
+
+  // What this queue's Works signal when a thread waits for them.
+  const std::shared_ptr<CoordinatorWakeup>& wakeup() const { return wakeup_; }
+  // New submissions of at least `bytes` in all need a cycle at once: a full
+  // fusion buffer gains nothing from waiting (0: every submission).
+  void set_urgent_bytes(std::size_t bytes) { urgent_bytes_ = bytes; }
+  // A cycle is needed now: a thread waits while this rank has submissions
+  // in flight, or the new ones reach the urgent bytes.
+  bool urgent() const;
+  // Returns once urgent() (true) or at `deadline` (false); polls for `spin`
+  // first.
+  bool wait_until_urgent(std::chrono::steady_clock::time_point deadline,
+                         std::chrono::microseconds spin);
   // Returns once there are new submissions (true) or at `deadline` (false).
-  // Polls for `spin` first: a condition variable wake-up costs tens of
-  // microseconds, more than a whole small collective.
-  bool wait_for_new(std::chrono::steady_clock::time_point deadline,
-                    std::chrono::microseconds spin);
+  // Only urgent pushes wake it early: call it while urgent().
+  bool wait_for_new(std::chrono::steady_clock::time_point deadline);
+
   // Refuses further pushes with `reason` and returns every entry left.
   std::vector<TensorEntry> close(std::exception_ptr reason);
 
  private:
   mutable std::mutex mutex_;
-  std::condition_variable pushed_;
+  std::shared_ptr<CoordinatorWakeup> wakeup_ = std::make_shared<CoordinatorWakeup>();
+  std::atomic<std::size_t> urgent_bytes_{0};
   std::atomic<std::size_t> new_count_{0};    // new_names_.size(), readable without the lock
+  std::atomic<std::size_t> new_bytes_{0};    // their input bytes
   std::atomic<std::size_t> entry_count_{0};  // entries_.size(), readable without the lock
   std::deque<std::string> new_names_;
   std::unordered_map<std::string, TensorEntry> entries_;

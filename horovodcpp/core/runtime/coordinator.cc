@@ -60,6 +60,7 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
       stall_inspector_(settings.stall),
       cycle_time_(settings.cycle_time),
       idle_spin_(settings.idle_spin) {
+  queue_.set_urgent_bytes(settings.fusion_threshold);
   if (settings.cache_capacity > 0) {
     cache_ = std::make_unique<CacheNegotiation>(settings.cache_capacity,
                                                 hit_stall_time(stall_inspector_));
@@ -78,6 +79,7 @@ void Coordinator::start() {
 
 void Coordinator::stop() {
   stop_requested_ = true;
+  queue_.wakeup()->interrupt();  // no more waiting for the cycle time
   if (thread_.joinable()) thread_.join();
 }
 
@@ -90,20 +92,7 @@ void Coordinator::loop() {
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   try {
-    while (run_cycle()) {
-      const auto now = std::chrono::steady_clock::now();
-      // An idle rank starts a cycle on its next submission, or after the
-      // cycle time at the latest (every rank must join every cycle, and
-      // shutdown and the stall inspector need cycles). While this rank
-      // waits on others, the next cycle starts at once: its collective
-      // pairs with theirs the moment they enter, so a step whose tensors
-      // hit the cache never waits for a timer.
-      if (!queue_.in_flight()) {
-        queue_.wait_for_new(now + cycle_time_, idle_spin_);
-      } else if (const auto backoff = in_flight_backoff(); backoff.count() > 0) {
-        queue_.wait_for_new(now + backoff, std::chrono::microseconds(0));
-      }
-    }
+    while (run_cycle()) wait_for_next_cycle();
   } catch (const Error& e) {
     // Typed errors (RankFailure for a lost peer, BackendError, ...) reach
     // every pending Work as they are.
@@ -121,22 +110,43 @@ void Coordinator::stop_on(std::exception_ptr error) {
   fail_everything_left(std::move(error));
 }
 
+void Coordinator::wait_for_next_cycle() {
+  if (!queue_.urgent()) {
+    // Submissions gather until the next cycle is due, the cycle time after
+    // the last one began (Horovod's pacing): a backward pass's gradients are
+    // negotiated and fused together, not one cycle each. An idle rank
+    // cycles at that pace too (every rank must join every cycle, and
+    // shutdown and the stall inspector need cycles).
+    idle_cycles_in_a_row_ = 0;
+    queue_.wait_until_urgent(cycle_start_ + cycle_time_, idle_spin_);
+    return;
+  }
+  // A thread waits for a result (or the fusion buffer is full): the next
+  // cycle starts at once, so that its collective pairs with the other
+  // ranks' the moment they enter theirs and a lone tensor never waits for
+  // the timer.
+  if (const auto backoff = in_flight_backoff(); backoff.count() > 0) {
+    queue_.wait_for_new(std::chrono::steady_clock::now() + backoff);
+  }
+}
+
 std::chrono::microseconds Coordinator::in_flight_backoff() {
   if (!idle_cycle_) {
     idle_cycles_in_a_row_ = 0;
     return std::chrono::microseconds(0);
   }
-  // When every rank has tensors in flight that the others have not
-  // submitted yet (a backward pass), back-to-back cycles complete at once
-  // and achieve nothing: two coordinators would burn the cores the training
-  // needs. So after idle cycles wait, 10 us doubling up to a quarter of the
-  // cycle time, or until this rank submits. A peer that submits meanwhile
-  // waits in its collective at most that long.
+  // While this rank waits for tensors the others have not submitted yet,
+  // back-to-back cycles complete at once and achieve nothing: two
+  // coordinators would burn the cores the training needs. So after idle
+  // cycles wait, 10 us doubling up to a quarter of the cycle time, or until
+  // this rank submits. A peer that submits meanwhile waits in its
+  // collective at most that long.
   const int doublings = std::min(idle_cycles_in_a_row_++, 16);
   return std::min(std::chrono::microseconds(10) * (1 << doublings), cycle_time_ / 4);
 }
 
 bool Coordinator::run_cycle() {
+  cycle_start_ = std::chrono::steady_clock::now();
   std::vector<Request> new_requests = pop_new_requests();
   for (const Request& request : new_requests) {
     if (request.op_type == OpType::kJoin) join_pending_ = true;
@@ -242,6 +252,7 @@ void Coordinator::autotune(std::size_t bytes) {
 void Coordinator::apply_tuning(const ResponseList& agreed) {
   if (agreed.fusion_threshold >= 0) {
     executor_.set_fusion_threshold(static_cast<std::size_t>(agreed.fusion_threshold));
+    queue_.set_urgent_bytes(executor_.fusion_threshold());
   }
   if (agreed.cycle_time_us >= 0) cycle_time_ = std::chrono::microseconds(agreed.cycle_time_us);
   if (agreed.fusion_threshold >= 0 || agreed.cycle_time_us >= 0) {

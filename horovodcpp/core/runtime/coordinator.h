@@ -26,7 +26,7 @@ namespace hvd {
 // What a coordinator is configured with: read from the settings once per
 // init by the Runtime (read()) and given to every process set's coordinator.
 struct CoordinatorSettings {
-  std::chrono::microseconds cycle_time{};  // CYCLE_TIME: the longest an idle cycle waits
+  std::chrono::microseconds cycle_time{};  // CYCLE_TIME: cycles start this often, unless urgent
   std::chrono::microseconds idle_spin{};   // IDLE_SPIN_MICROSECONDS: polling before sleeping
   std::size_t fusion_threshold = 0;        // FUSION_THRESHOLD: bytes; 0 disables fusion
   std::size_t cache_capacity = 0;          // CACHE_CAPACITY: response cache entries; 0: none
@@ -58,8 +58,10 @@ class Coordinator {
   void loop();
   // Returns false once the job is shutting down. Sets idle_cycle_.
   bool run_cycle();
-  // How long to wait for a submission before the next cycle while this
-  // rank has tensors in flight.
+  // Sleeps until the next cycle is due (see coordinator.cc).
+  void wait_for_next_cycle();
+  // How long to wait for a submission before the next cycle while a cycle
+  // is urgent but the last one achieved nothing.
   std::chrono::microseconds in_flight_backoff();
   // This cycle's new submissions (and their QUEUE phase on the timeline).
   std::vector<Request> pop_new_requests();
@@ -84,6 +86,7 @@ class Coordinator {
   bool join_pending_ = false;  // this rank is in join(), waiting for the others
   std::chrono::microseconds cycle_time_;
   std::chrono::microseconds idle_spin_;
+  std::chrono::steady_clock::time_point cycle_start_;  // of the last cycle
   // The last cycle brought nothing new from this rank and ran nothing.
   bool idle_cycle_ = false;
   int idle_cycles_in_a_row_ = 0;

@@ -139,7 +139,7 @@ TensorEntry ProcessSetRuntime::make_entry(Request request, const TensorView& inp
   entry.request = std::move(request);
   entry.input = input;
   entry.output = output;
-  entry.work = std::make_shared<detail::WorkState>();
+  entry.work = std::make_shared<detail::WorkState>(queue_.wakeup());
   return entry;
 }
 

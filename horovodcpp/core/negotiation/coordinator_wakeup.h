@@ -1,0 +1,64 @@
+// CoordinatorWakeup: what wakes a process set's sleeping coordinator before
+// its next cycle is due. Submissions alone do not: they gather, so that a
+// burst (a backward pass) is negotiated and fused together. A thread that
+// waits for one of the set's operations (Work::wait) does: it wants a result
+// now. Shared by the set's TensorQueue, its Works (which may outlive the
+// queue) and its Coordinator, which sleeps on it.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace hvd {
+
+class CoordinatorWakeup {
+ public:
+  // A thread starts (and stops) waiting for an operation not done yet.
+  void begin_wait() {
+    waiters_.fetch_add(1);
+    wake();
+  }
+  void end_wait() { waiters_.fetch_sub(1); }
+  int waiters() const { return waiters_.load(); }
+
+  // Wakes the sleeper, which then checks its condition.
+  void wake() {
+    { std::lock_guard<std::mutex> lock(mutex_); }  // a sleeper is either waiting or rechecks
+    wakeup_.notify_all();
+  }
+
+  // From now on every sleep returns at once (the coordinator is stopping).
+  void interrupt() {
+    interrupted_ = true;
+    wake();
+  }
+
+  // Returns true once `ready()` holds (or after interrupt()), false at
+  // `deadline`. Polls for
+  // `spin` first: a condition variable wake-up costs tens of microseconds,
+  // more than a whole small collective.
+  template <typename Ready>
+  bool sleep_until(std::chrono::steady_clock::time_point deadline, std::chrono::microseconds spin,
+                   Ready ready) {
+    const auto woken = [&] { return interrupted_.load() || ready(); };
+    const auto spin_until = std::min(deadline, std::chrono::steady_clock::now() + spin);
+    while (!woken()) {
+      if (std::chrono::steady_clock::now() >= spin_until) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        return wakeup_.wait_until(lock, deadline, woken);
+      }
+    }
+    return true;
+  }
+
+ private:
+  std::atomic<int> waiters_{0};
+  std::atomic<bool> interrupted_{false};
+  std::mutex mutex_;
+  std::condition_variable wakeup_;
+};
+
+}  // namespace hvd

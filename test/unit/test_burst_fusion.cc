@@ -1,0 +1,199 @@
+// The coordinator's pacing, with a recording stand-in for the device (no
+// GPU) and for the CPU backend, one rank: tensors submitted one after the
+// other within a cycle, as a backward pass hands over its gradients, reach
+// the device (or the backend) as one fused batch, not one batch each; a
+// thread waiting for a tensor starts a cycle at once, and so does a burst
+// that fills the fusion buffer. The cycle time is long here, so that a
+// loaded machine pausing the submitting thread cannot split the burst.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/runtime/coordinator.h"
+#include "horovodcpp/work.h"
+
+namespace hvd {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+class SoloController : public Controller {
+ public:
+  const Topology& topology() const override { return topology_; }
+  std::vector<std::string> gather_to_root(const std::string& message) override {
+    return {message};
+  }
+  std::string broadcast_from_root(const std::string& message) override { return message; }
+  void bitwise_and(std::vector<std::uint64_t>&) override {}
+
+ private:
+  Topology topology_;
+};
+
+// Counts the CPU collectives it runs (one rank: the input is the result).
+class CountingBackend : public Backend {
+ public:
+  const char* name() const override { return "counting"; }
+  BackendCapabilities capabilities() const override { return {}; }
+  void allreduce(void*, std::size_t, DataType, ReduceOp) override { ++allreduces; }
+  void allgatherv(const void*, void*, const std::vector<std::size_t>&, DataType) override {}
+  void broadcast(void*, std::size_t, DataType, int) override {}
+  void alltoallv(const void*, const std::vector<std::size_t>&, void*,
+                 const std::vector<std::size_t>&, DataType) override {}
+  void reducescatter(void*, void*, const std::vector<std::size_t>&, DataType, ReduceOp) override {}
+  std::atomic<int> allreduces{0};
+};
+
+// Records how many tensors each allreduce it is given holds, and completes them.
+class RecordingDevice : public DeviceOperations {
+ public:
+  const char* name() const override { return "recording"; }
+  std::shared_ptr<void> record_ready(const TensorView&) override { return nullptr; }
+  void allreduce(const std::vector<const TensorEntry*>& group, int) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      batches_.push_back(group.size());
+    }
+    for (const TensorEntry* entry : group) entry->work->complete();
+  }
+  void broadcast(const TensorEntry& entry) override { entry.work->complete(); }
+  std::vector<std::size_t> batches() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return batches_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::size_t> batches_;
+};
+
+class BurstFusionTest : public ::testing::Test {
+ protected:
+  void start(microseconds cycle_time, std::size_t fusion_threshold) {
+    CoordinatorSettings settings;
+    settings.cycle_time = cycle_time;
+    settings.fusion_threshold = fusion_threshold;
+    settings.cache_capacity = 1024;
+    coordinator_ = std::make_unique<Coordinator>(controller_, backend_, queue_, settings,
+                                                 nullptr, true, &device_);
+    coordinator_->start();
+  }
+  void TearDown() override {
+    if (coordinator_) coordinator_->stop();
+  }
+
+  // Submits an allreduce of `elements` floats (on the "GPU" or the CPU) as
+  // the API does.
+  Work submit(const std::string& name, std::size_t elements, DeviceType device) {
+    auto& data = buffers_.emplace_back(elements, 1.0f);
+    TensorEntry entry;
+    entry.request.op_type = OpType::kAllreduce;
+    entry.request.name = name;
+    entry.request.dtype = DataType::kFloat32;
+    entry.request.shape = {static_cast<std::int64_t>(elements)};
+    entry.request.reduce_op = ReduceOp::kSum;
+    entry.request.device = device == DeviceType::kCUDA ? Device::cuda(0) : Device::cpu();
+    entry.input = TensorView(data.data(), DataType::kFloat32, entry.request.shape,
+                             entry.request.device);
+    entry.output = entry.input;
+    entry.work = std::make_shared<detail::WorkState>(queue_.wakeup());
+    Work work(entry.work);
+    queue_.push(std::move(entry));
+    return work;
+  }
+
+  // A backward pass: `count` tensors handed over `gap` apart, then waited for.
+  void backward_pass(int count, microseconds gap, DeviceType device) {
+    std::vector<Work> works;
+    for (int i = 0; i < count; ++i) {
+      works.push_back(submit("grad." + std::to_string(i), 1000, device));
+      std::this_thread::sleep_for(gap);
+    }
+    for (Work& work : works) work.wait(milliseconds(10000));
+  }
+
+  SoloController controller_;
+  CountingBackend backend_;
+  RecordingDevice device_;
+  TensorQueue queue_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::deque<std::vector<float>> buffers_;
+};
+
+std::size_t total(const std::vector<std::size_t>& batches) {
+  std::size_t sum = 0;
+  for (std::size_t n : batches) sum += n;
+  return sum;
+}
+
+// 32 CUDA tensors 100 us apart (3 ms in all, well within the 100 ms cycle)
+// reach the device as one fused batch; at most two, if the cycle that was
+// due came in the middle. One batch each before the pacing.
+TEST_F(BurstFusionTest, ABackwardPassOfCudaTensorsIsFusedIntoOneOrTwoBatches) {
+  start(milliseconds(100), 64 << 20);
+  backward_pass(32, microseconds(100), DeviceType::kCUDA);
+  const std::vector<std::size_t> batches = device_.batches();
+  EXPECT_EQ(total(batches), 32u);
+  EXPECT_LE(batches.size(), 2u) << "tensors per batch: " << ::testing::PrintToString(batches);
+}
+
+// The same for CPU tensors: one or two backend allreduces for 32 tensors.
+TEST_F(BurstFusionTest, ABackwardPassOfCpuTensorsIsFusedIntoOneOrTwoCollectives) {
+  start(milliseconds(100), 64 << 20);
+  backward_pass(32, microseconds(100), DeviceType::kCPU);
+  EXPECT_GE(backend_.allreduces.load(), 1);
+  EXPECT_LE(backend_.allreduces.load(), 2);
+}
+
+// A thread that waits does not wait for the cycle time (an hour here).
+TEST_F(BurstFusionTest, ALoneTensorThatIsWaitedForGoesOutAtOnce) {
+  start(std::chrono::hours(1), 64 << 20);
+  Work work = submit("lone", 10, DeviceType::kCUDA);
+  EXPECT_NO_THROW(work.wait(milliseconds(10000)));
+  EXPECT_EQ(device_.batches(), std::vector<std::size_t>{1});
+}
+
+// Submissions that fill the fusion buffer go out without anyone waiting.
+TEST_F(BurstFusionTest, ABurstThatFillsTheFusionBufferGoesOutAtOnce) {
+  start(std::chrono::hours(1), 4 * 1000 * sizeof(float));
+  std::vector<Work> works;
+  for (int i = 0; i < 4; ++i) {
+    works.push_back(submit("full." + std::to_string(i), 1000, DeviceType::kCUDA));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!works.back().poll() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_TRUE(works.back().poll()) << "nobody waited, and the full buffer did not go out";
+  EXPECT_EQ(device_.batches(), std::vector<std::size_t>{4});
+}
+
+// Without anyone waiting, submissions go out at the next cycle.
+TEST_F(BurstFusionTest, UnwaitedSubmissionsGoOutAtTheNextCycle) {
+  start(milliseconds(20), 64 << 20);
+  Work work = submit("unwaited", 10, DeviceType::kCPU);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!work.poll() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_TRUE(work.poll());
+}
+
+// stop() does not wait for the cycle time (an hour) to end the coordinator.
+TEST_F(BurstFusionTest, StopEndsTheCoordinatorWithoutWaitingForTheCycle) {
+  start(std::chrono::hours(1), 64 << 20);
+  Work pending = submit("pending", 10, DeviceType::kCPU);
+  coordinator_->stop();
+  EXPECT_TRUE(pending.poll());
+}
+
+}  // namespace
+}  // namespace hvd

@@ -37,12 +37,12 @@ GpuEvents::Event CudaEvents::record(int device, void* stream) {
 
 bool CudaEvents::done(Event event) {
   // A thread that never set its device runs on GPU 0: every rank of a
-  // multi-GPU host would create a context (and take memory) there.
-  thread_local int current = -1;
+  // multi-GPU host would create a context (and take memory) there. Asked
+  // each time (cheap): a callback on this thread may have switched it.
   const int device = device_;
-  if (device >= 0 && device != current) {
+  int current = -1;
+  if (device >= 0 && (cudaGetDevice(&current) != cudaSuccess || current != device)) {
     HVD_CUDA_CHECK(cudaSetDevice(device));
-    current = device;
   }
   const cudaError_t status = cudaEventQuery(as_event(event));
   if (status == cudaErrorNotReady) return false;

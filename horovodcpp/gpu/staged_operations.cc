@@ -59,8 +59,7 @@ std::shared_ptr<void> StagedOperations::record_ready(const TensorView& tensor) {
   // No device at all: nothing to order against; the collective fails alike
   // on every rank when it runs.
   if (cuda_device_count() == 0) return nullptr;
-  GpuEvents::Event event = events_.record(tensor.device.index, tensor.stream);
-  return std::shared_ptr<void>(event, [this](void* e) { events_.release(e); });
+  return record_shared(events_, tensor.device.index, tensor.stream);
 }
 
 void StagedOperations::allreduce(const std::vector<const TensorEntry*>&, int) {
@@ -84,7 +83,7 @@ void StagedOperations::ensure(int device) {
   HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   stream_ = stream;
   device_ = device;
-  poller_ = std::make_unique<CompletionPoller>(events_);
+  poller_ = std::make_unique<CompletionPoller>(*events_);
 }
 
 std::vector<TensorView> StagedOperations::stage_in(const std::vector<const TensorEntry*>& group) {
@@ -107,7 +106,7 @@ std::vector<TensorView> StagedOperations::stage_in(const std::vector<const Tenso
     // After the tensor's producer (its ready event); after the previous
     // collective's copies back (same stream), so their source is not
     // overwritten early.
-    if (entry.ready_event) events_.stream_wait(device_, stream_, entry.ready_event.get());
+    if (entry.ready_event) events_->stream_wait(device_, stream_, entry.ready_event.get());
     if (bytes[i] > 0) {
       HVD_CUDA_CHECK(cudaMemcpyAsync(host + plan.offsets[i], entry.input.data, bytes[i],
                                      cudaMemcpyDeviceToHost, stream));
@@ -132,7 +131,7 @@ void StagedOperations::finish_in_place(const std::vector<const TensorEntry*>& gr
     HVD_CUDA_CHECK(cudaMemcpyAsync(group[i]->output.data, staged[i].data, bytes,
                                    cudaMemcpyHostToDevice, as_stream(stream_)));
   }
-  complete_when_done(events_, *poller_, device_, stream_, group, std::move(span));
+  complete_on_stream(events_, *poller_, device_, stream_, group, std::move(span));
 }
 
 void StagedOperations::finish_with_result(const TensorEntry& entry, const Tensor& result,
@@ -148,7 +147,7 @@ void StagedOperations::finish_with_result(const TensorEntry& entry, const Tensor
     HVD_CUDA_CHECK(
         cudaMemcpyAsync(output.data(), host, bytes, cudaMemcpyHostToDevice, as_stream(stream_)));
   }
-  complete_when_done(events_, *poller_, device_, stream_, {&entry}, std::move(span), output,
+  complete_on_stream(events_, *poller_, device_, stream_, {&entry}, std::move(span), output,
                      std::move(received_splits));
 }
 

@@ -6,9 +6,9 @@
 // each tensor's ready event and copies the (fused) inputs into a pinned
 // host buffer; the coordinator waits for those copies only; the executor
 // runs the CPU collective on them; the results are copied back to the
-// device on the staging stream, a completion event is recorded there, each
-// caller's stream is made to wait for it, and a CompletionPoller completes
-// the Works when it has happened. The pinned buffers are kept and grown,
+// device on the staging stream and a completion event is recorded there,
+// with which the Works complete (a caller's wait() makes its stream wait for
+// it); a CompletionPoller finishes them when it has happened. The pinned buffers are kept and grown,
 // never freed while a copy may still use them. The timeline shows the
 // copies per tensor around the CPU backend's op: MEMCPY_IN_HOST_BUFFER
 // (waiting for the tensor's producer included) and MEMCPY_OUT_HOST_BUFFER
@@ -68,7 +68,7 @@ class StagedOperations : public DeviceOperations, public HostStaging {
 
   std::string name_;
   Timeline* timeline_;
-  CudaEvents events_;
+  std::shared_ptr<CudaEvents> events_ = std::make_shared<CudaEvents>();
   int device_ = -1;
   void* stream_ = nullptr;  // cudaStream_t, non-blocking
   PinnedBuffer inputs_;     // stage_in's copies (and allreduce results)

@@ -18,16 +18,16 @@ using test::DeviceBuffer;
 class CudaEventsTest : public test::GpuTest {};
 
 TEST_F(CudaEventsTest, PollerCompletesAfterTheStreamsWork) {
-  CudaEvents events;
+  auto events = std::make_shared<CudaEvents>();
   cudaStream_t stream;
   HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   constexpr std::size_t kBytes = 256u << 20;
   DeviceBuffer<unsigned char> buffer(kBytes);
   std::atomic<bool> done{false};
   {
-    CompletionPoller poller(events);
+    CompletionPoller poller(*events);
     for (int i = 0; i < 20; ++i) HVD_CUDA_CHECK(cudaMemsetAsync(buffer.get(), i, kBytes, stream));
-    poller.watch(events.record(0, stream), [&](std::exception_ptr error) {
+    poller.watch(record_shared(events, 0, stream), [&](std::exception_ptr error) {
       EXPECT_FALSE(error);
       EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess);  // the work is done by now
       done = true;
@@ -48,11 +48,11 @@ TEST_F(CudaEventsTest, PollerThreadRunsOnTheEventsDevice) {
   HVD_CUDA_CHECK(cudaSetDevice(device));
   cudaStream_t stream;
   HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CudaEvents events;
+  auto events = std::make_shared<CudaEvents>();
   std::atomic<int> seen{-1};
   {
-    CompletionPoller poller(events);
-    poller.watch(events.record(device, stream), [&](std::exception_ptr) {
+    CompletionPoller poller(*events);
+    poller.watch(record_shared(events, device, stream), [&](std::exception_ptr) {
       int current = -1;
       cudaGetDevice(&current);
       seen = current;

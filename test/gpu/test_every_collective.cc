@@ -12,12 +12,14 @@
 // timeline shows a CUDA allreduce.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../timeline_file.h"
@@ -298,7 +300,14 @@ TEST_F(EveryCollectiveTest, AllreduceOnTheTimeline) {
   const std::string path = test::timeline_path("gpu");  // rank 0's: it alone writes
   hvd::start_timeline(path);
   auto d = on_stream(std::vector<float>(1000, 1.0f));
-  allreduce_async(view_of(d->get(), {1000}), "every.timeline", ReduceOp::kSum).wait();
+  Work work = allreduce_async(view_of(d->get(), {1000}), "every.timeline", ReduceOp::kSum);
+  work.wait();
+  // wait() returned with the allreduce queued on the GPU; its event ends
+  // once the GPU has run it, when poll() becomes true.
+  for (int i = 0; i < 20000 && !work.poll(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(work.poll());
   hvd::stop_timeline();
   EXPECT_EQ(read(d->get(), 1000)[999], float(hvd::size()));
   if (hvd::rank() != 0) return;

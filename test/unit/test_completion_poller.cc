@@ -1,7 +1,8 @@
 // CompletionPoller with fake events: callbacks fire once the event is done,
 // on the poller's thread; health-check errors and shutdown fail what is
-// pending. complete_when_done: streams, Works and the timeline event that
-// ends when the poller sees the collective done.
+// pending. complete_on_stream: Works complete at once, a caller's wait()
+// makes its stream wait for the event, they finish (and the timeline event
+// ends) when the poller sees it done.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include "core/device/completion_poller.h"
 #include "core/device/device_completion.h"
 #include "horovodcpp/errors.h"
+#include "horovodcpp/work.h"
 
 namespace hvd {
 namespace {
@@ -69,12 +71,18 @@ bool eventually(Pred pred) {
   return pred();
 }
 
+// Fake events shared as the device operations share theirs.
+struct Events {
+  std::shared_ptr<FakeEvents> fake = std::make_shared<FakeEvents>();
+  std::shared_ptr<void> record() { return record_shared(fake, 0, nullptr); }
+};
+
 TEST(CompletionPoller, CallsBackOnlyAfterTheEventCompletes) {
-  FakeEvents events;
-  CompletionPoller poller(events);
+  Events events;
+  CompletionPoller poller(*events.fake);
   std::atomic<int> calls{0};
   std::thread::id caller;
-  auto e1 = events.record(0, nullptr), e2 = events.record(0, nullptr);
+  auto e1 = events.record(), e2 = events.record();
   poller.watch(e1, [&](std::exception_ptr error) {
     EXPECT_FALSE(error);
     caller = std::this_thread::get_id();
@@ -83,23 +91,25 @@ TEST(CompletionPoller, CallsBackOnlyAfterTheEventCompletes) {
   poller.watch(e2, [&](std::exception_ptr error) { EXPECT_FALSE(error); calls += 10; });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(calls, 0);
-  events.complete(e2);  // out of order: a second stream may finish first
+  events.fake->complete(e2.get());  // out of order: a second stream may finish first
   EXPECT_TRUE(eventually([&] { return calls == 10; }));
-  events.complete(e1);
+  events.fake->complete(e1.get());
   EXPECT_TRUE(eventually([&] { return calls == 11; }));
   EXPECT_NE(caller, std::this_thread::get_id());
-  EXPECT_TRUE(eventually([&] { return poller.pending() == 0 && events.released() == 2; }));
+  e1.reset();
+  e2.reset();
+  EXPECT_TRUE(eventually([&] { return poller.pending() == 0 && events.fake->released() == 2; }));
 }
 
 TEST(CompletionPoller, HealthCheckErrorFailsEveryPendingEvent) {
-  FakeEvents events;
+  Events events;
   std::atomic<bool> broken{false};
-  CompletionPoller poller(events, [&](std::chrono::steady_clock::duration) {
+  CompletionPoller poller(*events.fake, [&](std::chrono::steady_clock::duration) {
     if (broken) throw BackendError("NCCL reported an asynchronous error: remote process exited");
   });
   std::atomic<int> failures{0};
   for (int i = 0; i < 3; ++i) {
-    poller.watch(events.record(0, nullptr), [&](std::exception_ptr error) {
+    poller.watch(events.record(), [&](std::exception_ptr error) {
       ASSERT_TRUE(error);
       try {
         std::rethrow_exception(error);
@@ -111,16 +121,16 @@ TEST(CompletionPoller, HealthCheckErrorFailsEveryPendingEvent) {
   }
   broken = true;
   EXPECT_TRUE(eventually([&] { return failures == 3; }));
-  EXPECT_EQ(events.released(), 3u);
+  EXPECT_TRUE(eventually([&] { return events.fake->released() == 3u; }));
 }
 
 TEST(CompletionPoller, HealthCheckSeesHowLongTheOldestWaited) {
-  FakeEvents events;
+  Events events;
   std::atomic<bool> timed_out{false};
-  CompletionPoller poller(events, [&](std::chrono::steady_clock::duration oldest) {
+  CompletionPoller poller(*events.fake, [&](std::chrono::steady_clock::duration oldest) {
     if (oldest > std::chrono::milliseconds(30)) throw Timeout("waited too long");
   });
-  poller.watch(events.record(0, nullptr), [&](std::exception_ptr error) {
+  poller.watch(events.record(), [&](std::exception_ptr error) {
     try {
       if (error) std::rethrow_exception(error);
     } catch (const Timeout&) {
@@ -131,31 +141,31 @@ TEST(CompletionPoller, HealthCheckSeesHowLongTheOldestWaited) {
 }
 
 TEST(CompletionPoller, ShutdownFailsWhatIsPending) {
-  FakeEvents events;
+  Events events;
   std::exception_ptr seen;
   {
-    CompletionPoller poller(events);
-    poller.watch(events.record(0, nullptr), [&](std::exception_ptr error) { seen = error; });
+    CompletionPoller poller(*events.fake);
+    poller.watch(events.record(), [&](std::exception_ptr error) { seen = error; });
   }
   ASSERT_TRUE(seen);
   EXPECT_THROW(std::rethrow_exception(seen), RankFailure);
-  EXPECT_EQ(events.released(), 1u);
+  EXPECT_EQ(events.fake->released(), 1u);
 }
 
 TEST(CompletionPoller, CallbackMayWatchAnotherEvent) {
-  FakeEvents events;
-  CompletionPoller poller(events);
-  auto first = events.record(0, nullptr), second = events.record(0, nullptr);
+  Events events;
+  CompletionPoller poller(*events.fake);
+  auto first = events.record(), second = events.record();
   std::atomic<bool> second_done{false};
   poller.watch(first, [&](std::exception_ptr) {
     poller.watch(second, [&](std::exception_ptr) { second_done = true; });
   });
-  events.complete(first);
-  events.complete(second);
+  events.fake->complete(first.get());
+  events.fake->complete(second.get());
   EXPECT_TRUE(eventually([&] { return second_done.load(); }));
 }
 
-// complete_when_done for the tensors of two callers, each on a stream of
+// complete_on_stream for the tensors of two callers, each on a stream of
 // its own; the collective ran on `queue`.
 class DeviceCompletionTest : public ::testing::Test {
  protected:
@@ -164,42 +174,85 @@ class DeviceCompletionTest : public ::testing::Test {
     entries[1].input.stream = &stream_b;
     for (TensorEntry& e : entries) e.work = std::make_shared<detail::WorkState>();
   }
-  FakeEvents events;
-  CompletionPoller poller{events};
+  Events events;
+  CompletionPoller poller{*events.fake};
   int stream_a = 0, stream_b = 0, queue = 0;
   std::vector<TensorEntry> entries = std::vector<TensorEntry>(2);
   const GpuEvents::Event done = reinterpret_cast<GpuEvents::Event>(1);  // the first recorded
 };
 
-// Every caller's stream waits for the one completion event; the Works
-// complete with the result once it is done.
-TEST_F(DeviceCompletionTest, CallersStreamsWaitAndWorksCompleteWithTheResult) {
+// The Works complete at once with the result, recorded on the collective's
+// stream; each caller's wait() makes its stream wait for that event (the
+// host does not wait); they finish once the event is done, and the event
+// is released once nothing needs it.
+TEST_F(DeviceCompletionTest, WorksCompleteAtOnceAndWaitOrdersTheCallersStream) {
   Tensor result(DataType::kFloat32, {3});
-  complete_when_done(events, poller, 0, &queue, {&entries[0], &entries[1]}, {}, result, {1, 2});
-  EXPECT_TRUE(events.waits(&stream_a, done));
-  EXPECT_TRUE(events.waits(&stream_b, done));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_FALSE(entries[0].work->done());
-  events.complete(done);
-  ASSERT_TRUE(eventually([&] { return entries[1].work->done(); }));
+  complete_on_stream(events.fake, poller, 0, &queue, {&entries[0], &entries[1]}, {}, result,
+                     {1, 2});
+  EXPECT_TRUE(entries[0].work->done());
+  EXPECT_FALSE(events.fake->waits(&stream_a, done));
+  ASSERT_TRUE(entries[0].work->wait(std::chrono::seconds(0)));
+  EXPECT_TRUE(events.fake->waits(&stream_a, done));
+  EXPECT_FALSE(events.fake->waits(&stream_b, done));  // not waited for yet
   EXPECT_EQ(entries[0].work->output().data(), result.data());
   EXPECT_EQ(entries[1].work->received_splits(), (std::vector<std::int64_t>{1, 2}));
-  EXPECT_TRUE(eventually([&] { return events.released() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(entries[0].work->finished());
+  events.fake->complete(done);
+  ASSERT_TRUE(eventually([&] { return entries[1].work->finished(); }));
+  // Finished: a later wait() has nothing to order after.
+  ASSERT_TRUE(entries[1].work->wait(std::chrono::seconds(0)));
+  EXPECT_FALSE(events.fake->waits(&stream_b, done));
+  EXPECT_TRUE(eventually([&] { return events.fake->released() == 1; }));
 }
 
 // A joined rank's zeros have no caller: no stream waits for them, and the
 // submitted tensors of the group complete as usual.
 TEST_F(DeviceCompletionTest, JoinedZerosAddNoStreamWait) {
   entries[1].joined = true;
-  complete_when_done(events, poller, 0, &queue, {&entries[0], &entries[1]}, {});
-  EXPECT_TRUE(events.waits(&stream_a, done));
-  EXPECT_FALSE(events.waits(&stream_b, done));
-  events.complete(done);
-  EXPECT_TRUE(eventually([&] { return entries[0].work->done(); }));
+  complete_on_stream(events.fake, poller, 0, &queue, {&entries[0], &entries[1]}, {});
+  for (TensorEntry& e : entries) ASSERT_TRUE(e.work->wait(std::chrono::seconds(0)));
+  EXPECT_TRUE(events.fake->waits(&stream_a, done));
+  EXPECT_FALSE(events.fake->waits(&stream_b, done));
+  events.fake->complete(done);
+  EXPECT_TRUE(eventually([&] { return entries[0].work->finished(); }));
+}
+
+// The poller holds the Works weakly: a Work the caller dropped (with its
+// result, device memory in real use) is never freed on the poller's thread.
+TEST_F(DeviceCompletionTest, ThePollerDoesNotKeepDroppedWorks) {
+  auto memory = std::make_shared<float>(0.0f);
+  const std::weak_ptr<void> storage = memory;
+  Tensor result(DataType::kFloat32, {1}, Device::cuda(0), memory.get(), memory);
+  memory.reset();
+  complete_on_stream(events.fake, poller, 0, &queue, {&entries[0]}, {}, result);
+  result = Tensor();
+  entries[0].work.reset();
+  EXPECT_TRUE(storage.expired());
+  events.fake->complete(done);
+  EXPECT_TRUE(eventually([&] { return poller.pending() == 0; }));
+}
+
+// An error the GPU reports after wait() returned reaches the Work: its next
+// wait() rethrows it (here: the poller's health check fails the event).
+TEST(DeviceCompletion, AnErrorAfterCompletionFailsTheWork) {
+  auto fake = std::make_shared<FakeEvents>();
+  std::atomic<bool> broken{false};
+  CompletionPoller poller(*fake, [&](std::chrono::steady_clock::duration) {
+    if (broken) throw BackendError("NCCL reported an asynchronous error");
+  });
+  TensorEntry entry;
+  entry.work = std::make_shared<detail::WorkState>();
+  complete_on_stream(fake, poller, 0, nullptr, {&entry}, {});
+  ASSERT_TRUE(entry.work->wait(std::chrono::seconds(0)));
+  EXPECT_FALSE(entry.work->error());
+  broken = true;
+  ASSERT_TRUE(eventually([&] { return entry.work->finished(); }));
+  EXPECT_TRUE(entry.work->error());
 }
 
 // One event per tensor on the timeline, from the span's start to when the
-// poller saw the completion event done, queued before the Works complete.
+// poller saw the completion event done, queued before the Works finish.
 TEST_F(DeviceCompletionTest, TimelineEventEndsWhenThePollerSeesTheEventDone) {
   const std::string path = test::timeline_path("device_completion");
   Timeline timeline(1 << 20);
@@ -208,48 +261,50 @@ TEST_F(DeviceCompletionTest, TimelineEventEndsWhenThePollerSeesTheEventDone) {
   entries[1].request.name = "b";
   const std::vector<const TensorEntry*> group{&entries[0], &entries[1]};
   const long long queued = test::timeline_micros();
-  complete_when_done(events, poller, 0, &queue, group,
+  complete_on_stream(events.fake, poller, 0, &queue, group,
                      TimelineSpan(&timeline, "NCCL_ALLREDUCE", group));
   std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the end differs from the start
   const long long completed = test::timeline_micros();
-  events.complete(done);
-  for (TensorEntry& e : entries) ASSERT_TRUE(e.work->wait(std::chrono::seconds(10)));
+  events.fake->complete(done);
+  for (TensorEntry& e : entries) ASSERT_TRUE(eventually([&] { return e.work->finished(); }));
   timeline.stop();
   test::expect_spans(test::traced_events(path, "NCCL_ALLREDUCE"), {"a", "b"}, queued, completed);
   std::remove(path.c_str());
 }
 
-// A collective that failed (here: shut down before it completed) leaves no
-// event on the timeline.
+// A collective that failed (here: shut down before the GPU ran it) leaves
+// no event on the timeline, and its Work the error.
 TEST(DeviceCompletion, FailedCollectiveLeavesNoTimelineEvent) {
   const std::string path = test::timeline_path("device_failure");
   Timeline timeline(1 << 20);
   timeline.start(path, false);
-  FakeEvents events;
+  auto fake = std::make_shared<FakeEvents>();
   TensorEntry entry;
   entry.request.name = "a";
   entry.work = std::make_shared<detail::WorkState>();
   {
-    CompletionPoller poller(events);
-    complete_when_done(events, poller, 0, nullptr, {&entry},
+    CompletionPoller poller(*fake);
+    complete_on_stream(fake, poller, 0, nullptr, {&entry},
                        TimelineSpan(&timeline, "NCCL_BROADCAST", entry));
   }
-  ASSERT_TRUE(entry.work->done());
+  ASSERT_TRUE(entry.work->finished());
   EXPECT_TRUE(entry.work->error());
   timeline.stop();
   EXPECT_TRUE(test::traced_events(path, "NCCL_BROADCAST").empty());
   std::remove(path.c_str());
 }
 
-TEST(DeviceCompletion, FailedStreamWaitReleasesTheEventAndThrows) {
-  FakeEvents events;
-  CompletionPoller poller(events);
-  events.fail_waits = true;
+// A caller's stream that cannot be made to wait: wait() throws, the
+// operation is not reported as a success.
+TEST(DeviceCompletion, AFailedStreamWaitIsWaitsError) {
+  auto fake = std::make_shared<FakeEvents>();
+  CompletionPoller poller(*fake);
+  fake->fail_waits = true;
   TensorEntry entry;
   entry.work = std::make_shared<detail::WorkState>();
-  EXPECT_THROW(complete_when_done(events, poller, 0, nullptr, {&entry}, {}), BackendError);
-  EXPECT_EQ(events.released(), 1u);
-  EXPECT_EQ(poller.pending(), 0u);
+  complete_on_stream(fake, poller, 0, nullptr, {&entry}, {});
+  Work work(entry.work);
+  EXPECT_THROW(work.wait(), BackendError);
 }
 
 }  // namespace

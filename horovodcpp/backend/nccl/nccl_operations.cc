@@ -26,14 +26,8 @@ NcclOperations::~NcclOperations() {
 }
 
 void NcclOperations::order_after(void* later, void* earlier) {
-  GpuEvents::Event event = events_.record(device_, earlier);
-  try {
-    events_.stream_wait(device_, later, event);
-  } catch (...) {
-    events_.release(event);
-    throw;
-  }
-  events_.release(event);  // the wait is queued: the event may go
+  const std::shared_ptr<void> event = record_shared(events_, device_, earlier);
+  events_->stream_wait(device_, later, event.get());  // queued: the event may go
 }
 
 void NcclOperations::Watched::add(std::shared_ptr<NcclCommunicator> communicator) {
@@ -50,8 +44,7 @@ std::shared_ptr<void> NcclOperations::record_ready(const TensorView& tensor) {
   // No device at all: nothing to order against, and the collective fails
   // alike on every rank when it runs (or negotiation finds a mismatch first).
   if (cuda_device_count() == 0) return nullptr;
-  GpuEvents::Event event = events_.record(tensor.device.index, tensor.stream);
-  return std::shared_ptr<void>(event, [this](void* e) { events_.release(e); });
+  return record_shared(events_, tensor.device.index, tensor.stream);
 }
 
 void NcclOperations::ensure(int device) {
@@ -64,7 +57,7 @@ void NcclOperations::ensure(int device) {
   std::shared_ptr<Watched> watched = watched_;
   // A peer that died or never comes: abort instead of waiting forever.
   poller_ = std::make_unique<CompletionPoller>(
-      events_, [watched](std::chrono::steady_clock::duration oldest) {
+      *events_, [watched](std::chrono::steady_clock::duration oldest) {
         const std::vector<std::shared_ptr<NcclCommunicator>> communicators = watched->list();
         for (const auto& communicator : communicators) communicator->check();
         for (const auto& communicator : communicators) {
@@ -108,7 +101,7 @@ void NcclOperations::wait_ready(const std::vector<const TensorEntry*>& group) {
   }
   for (const TensorEntry* entry : group) {
     if (entry->ready_event)
-      events_.stream_wait(device_, communicator_->stream(), entry->ready_event.get());
+      events_->stream_wait(device_, communicator_->stream(), entry->ready_event.get());
   }
 }
 
@@ -129,8 +122,8 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
     HVD_CUDA_CHECK(cudaSetDevice(device_));
     if (communicator_) order_after(hierarchical_->stream(), communicator_->stream());
     TimelineSpan span(timeline_, "NCCL_HIERARCHICAL_ALLREDUCE", group);
-    hierarchical_->allreduce(events_, device_, group, set_size);
-    complete_when_done(events_, *poller_, device_, hierarchical_->stream(), group, std::move(span));
+    hierarchical_->allreduce(*events_, device_, group, set_size);
+    complete_on_stream(events_, *poller_, device_, hierarchical_->stream(), group, std::move(span));
     return;
   }
   wait_ready(group);
@@ -160,7 +153,7 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
     launch_batched_copies(unpack_tasks(buffer, pieces.outputs, dtype_size(dtype)), dtype, postscale,
                           stream);
   }
-  complete_when_done(events_, *poller_, device_, communicator_->stream(), group, std::move(span));
+  complete_on_stream(events_, *poller_, device_, communicator_->stream(), group, std::move(span));
 }
 
 void NcclOperations::broadcast(const TensorEntry& entry) {
@@ -168,7 +161,7 @@ void NcclOperations::broadcast(const TensorEntry& entry) {
   TimelineSpan span(timeline_, "NCCL_BROADCAST", entry);
   backend_->broadcast(entry.input.data, entry.input.num_elements(), entry.input.dtype,
                       entry.request.root_rank);
-  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry},
+  complete_on_stream(events_, *poller_, device_, communicator_->stream(), {&entry},
                      std::move(span));
 }
 
@@ -177,7 +170,7 @@ void NcclOperations::allgather(const TensorEntry& entry, const ResultPlan& plan)
   TimelineSpan span(timeline_, "NCCL_ALLGATHER", entry);
   Tensor output = device_tensor(device_, entry.input.dtype, plan.shape);
   backend_->allgatherv(entry.input.data, output.data(), plan.counts, entry.input.dtype);
-  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry}, std::move(span),
+  complete_on_stream(events_, *poller_, device_, communicator_->stream(), {&entry}, std::move(span),
                      output);
 }
 
@@ -187,7 +180,7 @@ void NcclOperations::alltoall(const TensorEntry& entry, const ResultPlan& plan) 
   Tensor output = device_tensor(device_, entry.input.dtype, plan.shape);
   backend_->alltoallv(entry.input.data, plan.send_counts, output.data(), plan.counts,
                       entry.input.dtype);
-  complete_when_done(events_, *poller_, device_, communicator_->stream(), {&entry}, std::move(span),
+  complete_on_stream(events_, *poller_, device_, communicator_->stream(), {&entry}, std::move(span),
                      output, plan.received_splits);
 }
 
@@ -211,7 +204,7 @@ void NcclOperations::reducescatter(const TensorEntry& entry, const ResultPlan& p
   if (!postscale.identity()) {
     launch_batched_copies({{output.data(), output.data(), mine}}, dtype, postscale, stream);
   }
-  complete_when_done(events_, *poller_, device_, stream, {&entry}, std::move(span), output);
+  complete_on_stream(events_, *poller_, device_, stream, {&entry}, std::move(span), output);
 }
 
 }  // namespace hvd

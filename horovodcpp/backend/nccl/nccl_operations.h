@@ -2,9 +2,10 @@
 // On the coordinator thread it makes the NCCL stream wait for each tensor's
 // ready event, packs fused tensors into a device fusion buffer with the
 // batched copy kernel (prescale folded in), runs the collective, unpacks
-// (Average and postscale folded in), records a completion event, makes
-// each caller's stream wait for it, and hands it to a CompletionPoller that
-// completes the Works: no step waits on the GPU. Allgather, alltoall and
+// (Average and postscale folded in), records a completion event and
+// completes the Works with it (a caller's wait() makes its stream wait for
+// the event); a CompletionPoller finishes them once the GPU has run it: no
+// step waits on the GPU. Allgather, alltoall and
 // reducescatter write into device memory they allocate on the tensor's GPU,
 // which becomes the Work's output. With a HierarchicalAllreduce (the job's
 // set, HOROVODCPP_HIERARCHICAL_ALLREDUCE) allreduce runs through it; the
@@ -77,7 +78,7 @@ class NcclOperations : public DeviceOperations {
 
   Controller& controller_;
   Timeline* timeline_;
-  CudaEvents events_;
+  std::shared_ptr<CudaEvents> events_ = std::make_shared<CudaEvents>();
   int device_ = -1;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;
   std::shared_ptr<Watched> watched_ = std::make_shared<Watched>();

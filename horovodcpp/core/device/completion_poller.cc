@@ -23,10 +23,10 @@ CompletionPoller::~CompletionPoller() {
                          RankFailure("horovodcpp shut down before the GPU operation completed")));
 }
 
-void CompletionPoller::watch(GpuEvents::Event event, Callback on_done) {
+void CompletionPoller::watch(std::shared_ptr<void> event, Callback on_done) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    pending_.push_back({event, std::move(on_done), std::chrono::steady_clock::now()});
+    pending_.push_back({std::move(event), std::move(on_done), std::chrono::steady_clock::now()});
   }
   wake_.notify_all();
 }
@@ -37,10 +37,7 @@ std::size_t CompletionPoller::pending() const {
 }
 
 void CompletionPoller::finish(std::list<Pending>& pending, std::exception_ptr error) {
-  for (Pending& p : pending) {
-    events_.release(p.event);
-    p.on_done(error);
-  }
+  for (Pending& p : pending) p.on_done(error);
   pending.clear();
 }
 
@@ -59,7 +56,7 @@ void CompletionPoller::loop() {
       // play: check each one.
       for (auto it = polled.begin(); it != polled.end();) {
         auto next = std::next(it);
-        if (events_.done(it->event)) finished.splice(finished.end(), polled, it);
+        if (events_.done(it->event.get())) finished.splice(finished.end(), polled, it);
         it = next;
       }
       if (!polled.empty() && health_check_) {

@@ -8,6 +8,7 @@
 #include <exception>
 #include <functional>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -27,21 +28,21 @@ class CompletionPoller {
 
   CompletionPoller(GpuEvents& events, HealthCheck health_check = nullptr,
                    std::chrono::microseconds interval = std::chrono::microseconds(50));
-  // Pending callbacks get a RankFailure ("shut down"); their events are released.
+  // Pending callbacks get a RankFailure ("shut down").
   ~CompletionPoller();
 
-  // Takes ownership of `event` (released after its callback).
-  void watch(GpuEvents::Event event, Callback on_done);
+  // Calls `on_done` once `event` (see record_shared) has completed.
+  void watch(std::shared_ptr<void> event, Callback on_done);
   std::size_t pending() const;
 
  private:
   struct Pending {
-    GpuEvents::Event event;
+    std::shared_ptr<void> event;
     Callback on_done;
     std::chrono::steady_clock::time_point since;
   };
   void loop();
-  // Releases the events and calls back with `error` (null: success).
+  // Calls back with `error` (null: success) and drops the events.
   void finish(std::list<Pending>& pending, std::exception_ptr error);
 
   GpuEvents& events_;

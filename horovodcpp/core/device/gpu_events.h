@@ -3,6 +3,8 @@
 // tested with a fake (gpu/cuda_events.cc is the real one).
 #pragma once
 
+#include <memory>
+
 namespace hvd {
 
 class GpuEvents {
@@ -21,5 +23,14 @@ class GpuEvents {
   virtual void stream_wait(int device, void* stream, Event event) = 0;
   virtual void release(Event event) = 0;
 };
+
+// An event recorded on `stream` of `device`, released when its last copy
+// goes; the copies keep `events` alive (a Work may outlive the device
+// operations that recorded its event). Throws as record() does.
+inline std::shared_ptr<void> record_shared(const std::shared_ptr<GpuEvents>& events, int device,
+                                           void* stream) {
+  GpuEvents::Event event = events->record(device, stream);
+  return std::shared_ptr<void>(event, [events](void* e) { events->release(e); });
+}
 
 }  // namespace hvd

@@ -22,34 +22,74 @@ void WorkState::finish(Tensor output, std::vector<std::int64_t> received_splits,
     output_ = std::move(output);
     received_splits_ = std::move(received_splits);
     error_ = std::move(error);
-    callbacks.swap(callbacks_);
+    callbacks = take_callbacks();
   }
   done_cv_.notify_all();
   for (auto& callback : callbacks) callback();  // unlocked: they may query the state
+}
+
+void WorkState::complete_on_device(std::function<void()> order_caller, Tensor output,
+                                   std::vector<std::int64_t> received_splits) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    order_caller_ = std::move(order_caller);
+    output_ = std::move(output);
+    received_splits_ = std::move(received_splits);
+  }
+  done_cv_.notify_all();
+}
+
+void WorkState::finish_on_device(std::exception_ptr error) {
+  std::vector<std::function<void()>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (finished_) return;
+    if (error && !error_) error_ = std::move(error);
+    order_caller_ = nullptr;  // the result is there: nothing left to order after
+    callbacks = take_callbacks();
+  }
+  for (auto& callback : callbacks) callback();
+}
+
+std::vector<std::function<void()>> WorkState::take_callbacks() {
+  finished_ = true;
+  std::vector<std::function<void()>> callbacks;
+  callbacks.swap(callbacks_);
+  return callbacks;
 }
 
 bool WorkState::wait(std::optional<std::chrono::milliseconds> timeout) {
   // No polling here: measured on 2 cores, a waiting thread that spins takes
   // the core the coordinator needs and makes a 4-byte allreduce slower.
   std::unique_lock<std::mutex> lock(mutex_);
-  if (done_) return true;
-  // The coordinator lets submissions gather until its next cycle is due;
-  // a waiting thread needs the result now.
-  if (wakeup_) wakeup_->begin_wait();
-  bool completed = true;
-  if (!timeout) {
-    done_cv_.wait(lock, [this] { return done_; });
-  } else {
-    completed = done_cv_.wait_for(lock, *timeout, [this] { return done_; });
+  if (!done_) {
+    // The coordinator lets submissions gather until its next cycle is due;
+    // a waiting thread needs the result now.
+    if (wakeup_) wakeup_->begin_wait();
+    bool completed = true;
+    if (!timeout) {
+      done_cv_.wait(lock, [this] { return done_; });
+    } else {
+      completed = done_cv_.wait_for(lock, *timeout, [this] { return done_; });
+    }
+    if (wakeup_) wakeup_->end_wait();
+    if (!completed) return false;
   }
-  if (wakeup_) wakeup_->end_wait();
-  return completed;
+  if (order_caller_) {
+    std::function<void()> order = std::move(order_caller_);
+    order_caller_ = nullptr;
+    lock.unlock();
+    order();
+  }
+  return true;
 }
 
 void WorkState::on_done(std::function<void()> callback) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!done_) {
+    if (!finished_) {
       callbacks_.push_back(std::move(callback));
       return;
     }
@@ -60,6 +100,11 @@ void WorkState::on_done(std::function<void()> callback) {
 bool WorkState::done() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return done_;
+}
+
+bool WorkState::finished() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_;
 }
 
 std::exception_ptr WorkState::error() const {
@@ -92,7 +137,7 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) const {
 
 bool Work::poll() const {
   HVD_CHECK(state_, InvalidArgument, "poll() on an empty Work handle");
-  return state_->done();
+  return state_->finished();
 }
 
 void Work::on_done(std::function<void()> callback) const {

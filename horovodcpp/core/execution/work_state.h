@@ -1,5 +1,9 @@
 // The shared state behind a Work handle: completed once by the coordinator
-// thread (value or error), waited on by user threads.
+// thread (value or error), waited on by user threads. A collective of CUDA
+// tensors completes in two steps: once queued on the GPU its result is in
+// place in that stream's order, so wait() returns and only makes the
+// caller's stream wait for it (no host wait for the GPU, as DDP's work.wait());
+// it is finished once the GPU has run it (the completion poller).
 #pragma once
 
 #include <chrono>
@@ -26,11 +30,22 @@ class WorkState {
   // `received_splits`: alltoall's rows received from each rank.
   void complete(Tensor output = Tensor(), std::vector<std::int64_t> received_splits = {});
   void fail(std::exception_ptr error);
+  // Queued on a GPU stream: wait() returns from now on, and the first one
+  // calls `order_caller` (which makes the caller's stream wait for the
+  // result; it may throw). finish_on_device() follows.
+  void complete_on_device(std::function<void()> order_caller, Tensor output = Tensor(),
+                          std::vector<std::int64_t> received_splits = {});
+  // The GPU has run it (`error` null), or failed: the error becomes the
+  // operation's. Runs the on_done callbacks.
+  void finish_on_device(std::exception_ptr error);
 
   // False if the timeout expired first.
   bool wait(std::optional<std::chrono::milliseconds> timeout);
+  // wait() returns at once.
   bool done() const;
-  // Runs `callback` after completion (now, if already completed).
+  // Done, and for a CUDA collective also run on the GPU.
+  bool finished() const;
+  // Runs `callback` once finished (now, if already).
   void on_done(std::function<void()> callback);
   std::exception_ptr error() const;
   const Tensor& output() const;                              // valid once done
@@ -38,15 +53,19 @@ class WorkState {
 
  private:
   void finish(Tensor output, std::vector<std::int64_t> received_splits, std::exception_ptr error);
+  // Under the lock: the callbacks to run now that the operation finished.
+  std::vector<std::function<void()>> take_callbacks();
 
   const std::shared_ptr<CoordinatorWakeup> wakeup_;
   mutable std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;
+  bool finished_ = false;
+  std::function<void()> order_caller_;  // until the first wait() or finish_on_device()
   std::exception_ptr error_;
   Tensor output_;
   std::vector<std::int64_t> received_splits_;
-  std::vector<std::function<void()>> callbacks_;  // run once, after done_
+  std::vector<std::function<void()>> callbacks_;  // run once, after finished_
 };
 
 }  // namespace hvd::detail

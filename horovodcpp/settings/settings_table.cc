@@ -26,11 +26,17 @@ std::vector<Entry> build() {
        "A thread waiting for a result (Work::wait, synchronize) or a full fusion buffer starts a "
        "cycle at once, so a lone blocking collective never waits for it "
        "([waiting](internals.md#latency-and-waiting))"},
-      {S::kIdleSpinMicroseconds, "IDLE_SPIN_MICROSECONDS", kOurs, T::kInt, rank, "0", 0, kIntMax,
-       "", "microseconds an idle coordinator polls for a waiting thread before it sleeps",
-       "Worth a few tens of microseconds where ranks have spare cores (on a 2-core machine "
-       "polling made a 4-byte allreduce slower, see "
-       "[waiting](internals.md#latency-and-waiting))"},
+      {S::kIdleSpinMicroseconds, "IDLE_SPIN_MICROSECONDS", kOurs, T::kInt, rank, "", 0, kIntMax,
+       "",
+       "microseconds a coordinator between cycles polls for a waiting thread, and a waiting thread "
+       "for its result, before they sleep",
+       "A wake-up from sleep costs tens of microseconds, more than a small collective; polling "
+       "pays where cores are spare and costs the training thread its core where they are not "
+       "(on a 2-core machine with 2 ranks it made a 4-byte allreduce slower, see "
+       "[waiting](internals.md#latency-and-waiting))",
+       nullptr, std::nullopt,
+       "50 where the host has two cores for each of its ranks (the training thread and the "
+       "coordinator), else 0"},
       {S::kFusionThreshold, "FUSION_THRESHOLD", kHorovod, T::kBytes, rank, "67108864", 0, kMaxBytes,
        "", "bytes of the tensor fusion buffer (64 MiB); 0 disables fusion",
        "See [tensor fusion](internals.md#tensor-fusion)"},

@@ -19,6 +19,7 @@ void WorkState::finish(Tensor output, std::vector<std::int64_t> received_splits,
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return;  // the first outcome wins (e.g. shutdown racing completion)
     done_ = true;
+    done_flag_ = true;
     output_ = std::move(output);
     received_splits_ = std::move(received_splits);
     error_ = std::move(error);
@@ -34,6 +35,7 @@ void WorkState::complete_on_device(std::function<void()> order_caller, Tensor ou
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return;
     done_ = true;
+    done_flag_ = true;
     order_caller_ = std::move(order_caller);
     output_ = std::move(output);
     received_splits_ = std::move(received_splits);
@@ -61,13 +63,23 @@ std::vector<std::function<void()>> WorkState::take_callbacks() {
 }
 
 bool WorkState::wait(std::optional<std::chrono::milliseconds> timeout) {
-  // No polling here: measured on 2 cores, a waiting thread that spins takes
-  // the core the coordinator needs and makes a 4-byte allreduce slower.
   std::unique_lock<std::mutex> lock(mutex_);
   if (!done_) {
     // The coordinator lets submissions gather until its next cycle is due;
     // a waiting thread needs the result now.
     if (wakeup_) wakeup_->begin_wait();
+    // Polls first where cores are spare (CoordinatorWakeup::wait_spin): a
+    // wake-up from sleep costs more than a small collective. On a machine
+    // without spare cores the poll would take the coordinator's core.
+    const auto spin = wakeup_ ? wakeup_->wait_spin() : std::chrono::microseconds(0);
+    if (spin.count() > 0 && (!timeout || *timeout >= spin)) {
+      lock.unlock();
+      const auto until = std::chrono::steady_clock::now() + spin;
+      while (!done_flag_.load(std::memory_order_acquire) &&
+             std::chrono::steady_clock::now() < until) {
+      }
+      lock.lock();
+    }
     bool completed = true;
     if (!timeout) {
       done_cv_.wait(lock, [this] { return done_; });

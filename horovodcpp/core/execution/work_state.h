@@ -6,6 +6,7 @@
 // it is finished once the GPU has run it (the completion poller).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -60,6 +61,7 @@ class WorkState {
   mutable std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;
+  std::atomic<bool> done_flag_{false};  // done_, for polling without the lock
   bool finished_ = false;
   std::function<void()> order_caller_;  // until the first wait() or finish_on_device()
   std::exception_ptr error_;

@@ -23,6 +23,9 @@ class CoordinatorWakeup {
   }
   void end_wait() { waiters_.fetch_sub(1); }
   int waiters() const { return waiters_.load(); }
+  // How long a waiting thread polls for its result before it sleeps.
+  void set_wait_spin(std::chrono::microseconds spin) { wait_spin_ = spin; }
+  std::chrono::microseconds wait_spin() const { return wait_spin_.load(); }
 
   // Wakes the sleeper, which then checks its condition.
   void wake() {
@@ -57,6 +60,7 @@ class CoordinatorWakeup {
  private:
   std::atomic<int> waiters_{0};
   std::atomic<bool> interrupted_{false};
+  std::atomic<std::chrono::microseconds> wait_spin_{std::chrono::microseconds(0)};
   std::mutex mutex_;
   std::condition_variable wakeup_;
 };

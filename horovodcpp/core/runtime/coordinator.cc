@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "core/diagnostics/logging.h"
+#include "core/runtime/usable_cpus.h"
 #include "settings/settings.h"
 
 namespace hvd {
@@ -19,6 +20,14 @@ std::chrono::milliseconds hit_stall_time(const StallInspector& inspector) {
   const StallSettings& s = inspector.settings();
   const double seconds = s.check_seconds > 0 ? s.check_seconds : s.shutdown_seconds;
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+// Polling pays only where it takes no core that work needs: each rank has
+// two busy threads, the one training and the coordinator (docs/internals.md,
+// "Latency and waiting").
+std::chrono::microseconds default_idle_spin(const Topology& topology) {
+  const bool spare_cores = 2 * topology.local_size <= usable_cpus();
+  return std::chrono::microseconds(spare_cores ? 50 : 0);
 }
 
 std::string shutdown_message(const std::vector<std::int32_t>& ranks) {
@@ -37,9 +46,9 @@ CoordinatorSettings CoordinatorSettings::read() {
   CoordinatorSettings s;
   s.cycle_time = std::chrono::microseconds(
       static_cast<long long>(settings::read_milliseconds(Setting::kCycleTime) * 1000));
-  // Default 0: on 2 cores polling takes the core the submitting thread needs
-  // (docs/internals.md, "Latency and waiting").
-  s.idle_spin = std::chrono::microseconds(settings::read_int(Setting::kIdleSpinMicroseconds));
+  if (settings::is_set(Setting::kIdleSpinMicroseconds)) {
+    s.idle_spin = std::chrono::microseconds(settings::read_int(Setting::kIdleSpinMicroseconds));
+  }
   s.fusion_threshold = static_cast<std::size_t>(settings::read_int(Setting::kFusionThreshold));
   s.cache_capacity = ResponseCache::capacity_from_env();
   s.stall = StallSettings::from_env();
@@ -59,7 +68,8 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
       table_(controller.topology().size),
       stall_inspector_(settings.stall),
       cycle_time_(settings.cycle_time),
-      idle_spin_(settings.idle_spin) {
+      idle_spin_(settings.idle_spin.value_or(default_idle_spin(controller.topology()))) {
+  queue_.wakeup()->set_wait_spin(idle_spin_);
   queue_.set_urgent_bytes(settings.fusion_threshold);
   if (settings.cache_capacity > 0) {
     cache_ = std::make_unique<CacheNegotiation>(settings.cache_capacity,

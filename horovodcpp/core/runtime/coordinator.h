@@ -27,7 +27,9 @@ namespace hvd {
 // init by the Runtime (read()) and given to every process set's coordinator.
 struct CoordinatorSettings {
   std::chrono::microseconds cycle_time{};  // CYCLE_TIME: cycles start this often, unless urgent
-  std::chrono::microseconds idle_spin{};   // IDLE_SPIN_MICROSECONDS: polling before sleeping
+  // IDLE_SPIN_MICROSECONDS: polling before sleeping; unset: chosen by the
+  // cores the host has for its ranks (Coordinator).
+  std::optional<std::chrono::microseconds> idle_spin;
   std::size_t fusion_threshold = 0;        // FUSION_THRESHOLD: bytes; 0 disables fusion
   std::size_t cache_capacity = 0;          // CACHE_CAPACITY: response cache entries; 0: none
   StallSettings stall;

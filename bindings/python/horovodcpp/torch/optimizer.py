@@ -1,12 +1,16 @@
 """DistributedOptimizer: wraps a torch optimizer so that each gradient is
 averaged over the ranks. Each gradient's allreduce starts from a hook on its
 parameter's gradient accumulator as soon as backward has produced it, so
-communication overlaps the rest of backward; step() waits for them."""
+communication overlaps the rest of backward; step() waits for them. At one
+rank (hvd.size() == 1, not elastic) no hooks are registered, as in Horovod:
+step() reduces every gradient, submitted together and so fused."""
 import contextlib
+import os
 import warnings
 
 import torch
 
+from horovodcpp import _core
 from horovodcpp.common.basics import Adasum, Average
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import gradient_groups, split_evenly
@@ -52,7 +56,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError("DistributedOptimizer: {} is not registered: pass it to "
                              "hvd.init(process_sets=...) or hvd.add_process_set()".format(
                                  process_set))
-        if process_set.included():
+        # As Horovod: at one rank (not elastic) there is nothing to overlap
+        # with; synchronize() reduces every gradient at step(), fused.
+        if process_set.included() and (_core.size() > 1 or
+                                       os.environ.get("HOROVOD_ELASTIC") == "1"):
             self._register_hooks(trainable)
 
     def _names_of(self, named_parameters):

@@ -41,7 +41,7 @@ echo "gpu_bench: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$root" rev-p
 echo "command: bench/gpu_bench.sh${quick:+ --quick}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/device: /'
 "$python" - <<'EOF'
-import os, torch, horovodcpp
+import os, torch, horovodcpp, horovodcpp._core
 print("torch %s, CUDA %s, torch's NCCL %s; horovodcpp %s (%s); %d CPUs" % (
     torch.__version__, torch.version.cuda, ".".join(map(str, torch.cuda.nccl.version())),
     horovodcpp.__version__, ", ".join(horovodcpp._core.built_gpu_operations()), os.cpu_count()))

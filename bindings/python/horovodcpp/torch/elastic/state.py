@@ -82,12 +82,17 @@ class OptimizerStateHandler(StateHandler):
         broadcast_optimizer_state(self.value, root_rank=0)
 
 
+# PyTorch 2's schedulers derive from LRScheduler, no longer from
+# _LRScheduler (kept as a subclass of it for old code).
+_Scheduler = getattr(torch.optim.lr_scheduler, "LRScheduler",
+                     torch.optim.lr_scheduler._LRScheduler)
+
 # Which handler keeps which type (the first that matches); see
 # get_handler_registry / set_handler_registry to add types.
 _handler_registry = [
     (torch.nn.Module, ModelStateHandler),
     (torch.optim.Optimizer, OptimizerStateHandler),
-    (torch.optim.lr_scheduler._LRScheduler, StateHandler),
+    (_Scheduler, StateHandler),
     (ElasticSampler, StateHandler),
 ]
 

@@ -111,6 +111,23 @@ Work allreduce_async(const TensorView& input, const TensorView& output, const st
                 postscale_factor);
 }
 
+std::vector<Work> allreduce_async_many(const std::vector<TensorView>& tensors,
+                                       const std::vector<std::string>& names, ReduceOp op,
+                                       double prescale_factor, double postscale_factor,
+                                       const ProcessSet& process_set) {
+  HVD_CHECK_EQ(tensors.size(), names.size(), InvalidArgument,
+               "allreduce_async_many: need a name for each tensor");
+  std::vector<Request> requests(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    requests[i].op_type = OpType::kAllreduce;
+    requests[i].name = names[i];
+    requests[i].reduce_op = op;
+    requests[i].prescale_factor = prescale_factor;
+    requests[i].postscale_factor = postscale_factor;
+  }
+  return current()->submit_each(std::move(requests), tensors, process_set);
+}
+
 Work allreduce_async(const TensorView& tensor, const std::string& name, ReduceOp op,
                      double prescale_factor, double postscale_factor,
                      const ProcessSet& process_set) {

@@ -12,26 +12,47 @@ cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream);
 // user thread that submits a tensor keeps its own current device.
 class DeviceScope {
  public:
-  explicit DeviceScope(int device) {
+  explicit DeviceScope(int device) : device_(device) {
     HVD_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (device != previous_) HVD_CUDA_CHECK(cudaSetDevice(device));
+    if (device_ != previous_) HVD_CUDA_CHECK(cudaSetDevice(device_));
   }
-  ~DeviceScope() { cudaSetDevice(previous_); }
+  ~DeviceScope() {
+    if (device_ != previous_) cudaSetDevice(previous_);
+  }
 
  private:
+  int device_;
   int previous_ = 0;
 };
 
 }  // namespace
 
+CudaEvents::~CudaEvents() {
+  for (const Pooled& pooled : pool_) cudaEventDestroy(as_event(pooled.event));
+}
+
 GpuEvents::Event CudaEvents::record(int device, void* stream) {
   DeviceScope scope(device);  // an event belongs to the current device
   device_ = device;
   cudaEvent_t event = nullptr;
-  HVD_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  {
+    // One per tensor and collective: reused rather than created each time.
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    for (std::size_t i = pool_.size(); i-- > 0;) {
+      if (pool_[i].device == device) {
+        event = as_event(pool_[i].event);
+        pool_[i] = pool_.back();
+        pool_.pop_back();
+        break;
+      }
+    }
+  }
+  if (event == nullptr) HVD_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   const cudaError_t status = cudaEventRecord(event, as_stream(stream));
   if (status != cudaSuccess) cudaEventDestroy(event);
   HVD_CUDA_CHECK(status);
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  device_of_[event] = device;
   return event;
 }
 
@@ -55,7 +76,19 @@ void CudaEvents::stream_wait(int device, void* stream, Event event) {
   HVD_CUDA_CHECK(cudaStreamWaitEvent(as_stream(stream), as_event(event), 0));
 }
 
-void CudaEvents::release(Event event) { cudaEventDestroy(as_event(event)); }
+void CudaEvents::release(Event event) {
+  // Recording an event again is allowed at any time: work waiting for its
+  // earlier record is not affected.
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  const auto it = device_of_.find(event);
+  if (it == device_of_.end() || pool_.size() >= kMaxPooled) {
+    if (it != device_of_.end()) device_of_.erase(it);
+    cudaEventDestroy(as_event(event));
+    return;
+  }
+  pool_.push_back({event, it->second});
+  device_of_.erase(it);
+}
 
 int cuda_device_count() {
   static const int count = [] {

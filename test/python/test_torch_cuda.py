@@ -124,9 +124,13 @@ def test_reducescatter(dtype):
     assert_equal(result.cpu(), total[start:start + counts[hvd.rank()]], dtype)
 
 
-def test_distributed_optimizer_on_a_cuda_model():
+@pytest.mark.parametrize("hooks", ["as_size", "always"])
+def test_distributed_optimizer_on_a_cuda_model(hooks, monkeypatch):
     """Gradients averaged on the GPU: parameters match one process training
-    on the whole batch, and agree across ranks."""
+    on the whole batch, and agree across ranks. "always": the per-gradient
+    hooks of a job of several ranks even at one (HOROVOD_ELASTIC=1)."""
+    if hooks == "always":
+        monkeypatch.setenv("HOROVOD_ELASTIC", "1")
     model, reference = make_model().to(device()), make_model()
     optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
                                          named_parameters=model.named_parameters())

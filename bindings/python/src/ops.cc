@@ -98,6 +98,17 @@ Work reducescatter_async(py::object input, const std::string& name, hvd::ReduceO
                    {&in});
 }
 
+std::vector<Work> allreduce_async_many(const std::vector<py::object>& inputs,
+                                       const std::vector<std::string>& names, hvd::ReduceOp op,
+                                       double prescale, double postscale, const OptSet& ps,
+                                       std::uintptr_t stream) {
+  release_finished();
+  auto tensors = import_all(inputs, true, stream);
+  return member_works(hvd::allreduce_async_many(views(tensors), names, op, prescale, postscale,
+                                                resolve(ps)),
+                      tensors);
+}
+
 std::vector<Work> grouped_allreduce_async(const std::vector<py::object>& inputs,
                                           std::optional<std::vector<py::object>> outputs,
                                           const std::string& name, hvd::ReduceOp op,
@@ -154,6 +165,11 @@ void bind_ops(py::module_& m) {
         py::arg("name") = "", py::arg("op") = avg, py::arg("prescale_factor") = 1.0,
         py::arg("postscale_factor") = 1.0, on(), st(),
         "output = postscale * reduce(prescale * input); in place when output is None.");
+  m.def("allreduce_async_many", &allreduce_async_many, py::arg("inputs"), py::arg("names"),
+        py::arg("op") = avg, py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0,
+        on(), st(),
+        "In place, inputs[i] named names[i], each its own allreduce (not a group), submitted in "
+        "one call; a Work each.");
   m.def("allgather_async", &allgather_async, py::arg("input"), py::arg("name") = "", on(), st());
   m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root_rank"),
         py::arg("name") = "", on(), st(), "root_rank is a global rank, also on a process set.");

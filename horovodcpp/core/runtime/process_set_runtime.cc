@@ -168,4 +168,20 @@ std::vector<Work> ProcessSetRuntime::submit_group(const Request& request,
   return works;
 }
 
+std::vector<Work> ProcessSetRuntime::submit_each(std::vector<Request> requests,
+                                                 const std::vector<TensorView>& inputs) {
+  HVD_CHECK_EQ(requests.size(), inputs.size(), InvalidArgument,
+               "need as many tensors as names");
+  std::vector<TensorEntry> entries;
+  std::vector<Work> works;
+  entries.reserve(inputs.size());
+  works.reserve(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    entries.push_back(make_entry(std::move(requests[i]), inputs[i], inputs[i]));
+    works.emplace_back(entries.back().work);
+  }
+  queue_.push_all(std::move(entries));
+  return works;
+}
+
 }  // namespace hvd

@@ -50,6 +50,11 @@ class ProcessSetRuntime {
   // tagged with the group so the set's rank 0 releases the members together.
   std::vector<Work> submit_group(const Request& request, const std::vector<TensorView>& inputs,
                                  const std::vector<TensorView>& outputs);
+  // Submits requests[i] on inputs[i] (in place), each its own operation as
+  // if submitted one after the other, in one call: queued all, or none if
+  // one is refused.
+  std::vector<Work> submit_each(std::vector<Request> requests,
+                                const std::vector<TensorView>& inputs);
 
   // Stops the coordinator together with the other members (they agree
   // through the shutdown flag of the negotiation); pending operations fail.

@@ -140,6 +140,12 @@ std::vector<Work> Runtime::submit_group(const Request& request,
   return member_runtime(process_set)->submit_group(request, inputs, outputs);
 }
 
+std::vector<Work> Runtime::submit_each(std::vector<Request> requests,
+                                       const std::vector<TensorView>& inputs,
+                                       const ProcessSet& process_set) {
+  return member_runtime(process_set)->submit_each(std::move(requests), inputs);
+}
+
 std::vector<ProcessSet> Runtime::process_sets() const {
   std::lock_guard<std::mutex> lock(sets_mutex_);
   std::vector<ProcessSet> sets;

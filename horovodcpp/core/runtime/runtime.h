@@ -49,6 +49,10 @@ class Runtime {
   std::vector<Work> submit_group(const Request& request, const std::vector<TensorView>& inputs,
                                  const std::vector<TensorView>& outputs,
                                  const ProcessSet& process_set);
+  // requests[i] on inputs[i] (in place), each on its own, in one call.
+  std::vector<Work> submit_each(std::vector<Request> requests,
+                                const std::vector<TensorView>& inputs,
+                                const ProcessSet& process_set);
 
   // Process sets (see horovodcpp/process_set.h). add and remove are
   // collective over every rank of the job and run one at a time.

@@ -84,6 +84,15 @@ HVD_EXPORT Work allreduce_async(const TensorView& tensor, const std::string& nam
                                 ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
                                 double postscale_factor = 1.0,
                                 const ProcessSet& process_set = global_process_set());
+// Allreduces of several tensors in place, submitted in one call (for front
+// ends that hand over many gradients at once): tensors[i] is named
+// names[i] and is an operation of its own, negotiated and fused exactly as
+// if submitted by allreduce_async one after the other (not a group). All
+// are queued, or none if one is refused (e.g. its name is in flight).
+HVD_EXPORT std::vector<Work> allreduce_async_many(
+    const std::vector<TensorView>& tensors, const std::vector<std::string>& names,
+    ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0, double postscale_factor = 1.0,
+    const ProcessSet& process_set = global_process_set());
 HVD_EXPORT void allreduce(const TensorView& input, const TensorView& output,
                           const std::string& name = "", ReduceOp op = ReduceOp::kAverage,
                           double prescale_factor = 1.0, double postscale_factor = 1.0,

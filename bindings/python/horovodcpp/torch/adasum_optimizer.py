@@ -43,13 +43,13 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
             self._delay[p] = passes
 
     # Hooks on the gradient accumulators that count backward passes and call
-    # _submit((p,)) once p's gradient is final.
+    # _submit([(p,)]) once p's gradient is final.
     _register_hooks = _DistributedOptimizer._register_hooks
     _make_hook = _DistributedOptimizer._make_hook
 
-    def _submit(self, unit):
-        (p,) = unit
-        self._handles[p] = self._start_delta_allreduce(p)
+    def _submit(self, units):
+        for (p,) in units:
+            self._handles[p] = self._start_delta_allreduce(p)
 
     @torch.no_grad()
     def _start_delta_allreduce(self, p):

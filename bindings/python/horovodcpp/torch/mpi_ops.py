@@ -29,27 +29,33 @@ _SUPPORTED_DTYPES = {
 
 
 def _core_tensor(tensor):
-    """What _core takes for `tensor`: a detached view of the same memory
-    (CUDA tensors as a DLPack capsule, made without any stream
-    synchronisation: the core orders itself after _stream(tensor)).
-    bool goes as (uint8 view, "bool"): PyTorch 1.x cannot export bool."""
+    """What _core takes for `tensor`: a DLPack capsule of the same memory,
+    made without any stream synchronisation (the core orders itself after
+    _stream(tensor)). bool goes as (uint8 view, "bool"): PyTorch 1.x cannot
+    export bool."""
     if tensor.dtype not in _SUPPORTED_DTYPES:
         raise ValueError("Tensor type {} is not supported.".format(tensor.type()))
     if tensor.is_sparse:
         raise ValueError("Sparse tensors are not supported here; use sparse_allreduce_async.")
-    tensor = tensor.detach()
-    is_bool = tensor.dtype == torch.bool
-    if is_bool:
-        tensor = tensor.view(torch.uint8)
-    if tensor.is_cuda:
-        tensor = to_dlpack(tensor)
-    return (tensor, "bool") if is_bool else tensor
+    if tensor.requires_grad:
+        tensor = tensor.detach()
+    if tensor.dtype == torch.bool:
+        return (to_dlpack(tensor.view(torch.uint8)), "bool")
+    return to_dlpack(tensor)
+
+
+# The current stream's handle without making a torch.cuda.Stream (PyTorch 2).
+_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 def _stream(tensor):
     """The stream the core orders a CUDA tensor's collective after (and the
     result before): the current stream of the tensor's device; 0 for CPU."""
-    return torch.cuda.current_stream(tensor.device).cuda_stream if tensor.is_cuda else 0
+    if not tensor.is_cuda:
+        return 0
+    if _current_raw_stream is not None:
+        return _current_raw_stream(tensor.device.index)
+    return torch.cuda.current_stream(tensor.device).cuda_stream
 
 
 def _group_stream(tensors):
@@ -151,6 +157,19 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
     """Reduces a list of tensors in place as one group; returns the list."""
     return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
                                                 postscale_factor, process_set))
+
+
+def allreduce_async_many_(tensors, names, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+                          process_set=global_process_set):
+    """allreduce_async_ of each of `tensors` (names[i] without the
+    "allreduce." prefix), submitted in one call: each is its own operation,
+    as if submitted one after the other (not a group). One handle each."""
+    tensors = list(tensors)
+    works = _core.allreduce_async_many([_inplace_tensor(t) for t in tensors],
+                                       [_name("allreduce", n) for n in names], op,
+                                       prescale_factor, postscale_factor,
+                                       _core_set(process_set), _group_stream(tensors))
+    return [register([w], (lambda t: lambda: t)(t)) for w, t in zip(works, tensors)]
 
 
 def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):

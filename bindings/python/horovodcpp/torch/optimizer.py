@@ -102,37 +102,48 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 unit = self._unit_of[p]
                 self._ready[unit].add(p)
                 if len(self._ready[unit]) == len(unit):
-                    self._submit(unit)
+                    self._submit([unit])
         return hook
 
-    def _submit(self, unit):
-        for p in unit:
-            if p.grad is None:  # unused in this step: contributes zeros
-                p.grad = torch.zeros_like(p)
-        name = self._parameter_names[unit[0]]
-        if unit[0].grad.is_sparse and not self.sparse_as_dense and len(unit) == 1:
-            handle = mpi_ops.sparse_allreduce_async(unit[0].grad, name, self.op, self.process_set)
-            self._handles[unit] = (handle, None)
-            return
-        # Sparse gradients reduced as dense ones (sparse_as_dense, or in a
-        # group) become sparse again in synchronize(), as in Horovod.
-        grads = [p.grad.to_dense() if p.grad.is_sparse else p.grad for p in unit]
+    def _submit(self, units):
+        """Starts the allreduces of `units`; the single dense gradients among
+        them in one call (each its own allreduce)."""
         # Average: divide by the predivide factor before the sum and by
         # size / factor after it (the core divides by size for Average).
         prescale, postscale = 1.0, 1.0
         if self.op == Average:
             prescale = 1.0 / self.gradient_predivide_factor
             postscale = self.gradient_predivide_factor
-        compressed, ctxs = zip(*[self._compression.compress(g) for g in grads])
-        if len(unit) == 1:
-            handle = mpi_ops.allreduce_async_(compressed[0], name=name, op=self.op,
-                                              prescale_factor=prescale, postscale_factor=postscale,
-                                              process_set=self.process_set)
-        else:
+        singles = []  # (unit, compressed gradient, compression contexts)
+        for unit in units:
+            for p in unit:
+                if p.grad is None:  # unused in this step: contributes zeros
+                    p.grad = torch.zeros_like(p)
+            name = self._parameter_names[unit[0]]
+            if unit[0].grad.is_sparse and not self.sparse_as_dense and len(unit) == 1:
+                handle = mpi_ops.sparse_allreduce_async(unit[0].grad, name, self.op,
+                                                        self.process_set)
+                self._handles[unit] = (handle, None)
+                continue
+            # Sparse gradients reduced as dense ones (sparse_as_dense, or in a
+            # group) become sparse again in synchronize(), as in Horovod.
+            grads = [p.grad.to_dense() if p.grad.is_sparse else p.grad for p in unit]
+            compressed, ctxs = zip(*[self._compression.compress(g) for g in grads])
+            if len(unit) == 1:
+                singles.append((unit, compressed[0], ctxs))
+                continue
             handle = mpi_ops.grouped_allreduce_async_(
                 list(compressed), name="group." + name, op=self.op, prescale_factor=prescale,
                 postscale_factor=postscale, process_set=self.process_set)
-        self._handles[unit] = (handle, ctxs)
+            self._handles[unit] = (handle, ctxs)
+        if singles:
+            handles = mpi_ops.allreduce_async_many_(
+                [grad for _, grad, _ in singles],
+                [self._parameter_names[unit[0]] for unit, _, _ in singles], op=self.op,
+                prescale_factor=prescale, postscale_factor=postscale,
+                process_set=self.process_set)
+            for (unit, _, ctxs), handle in zip(singles, handles):
+                self._handles[unit] = (handle, ctxs)
 
     def synchronize(self):
         """Waits for every gradient's allreduce (starting those whose hook has
@@ -142,9 +153,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if not self.process_set.included():
             self._synchronized = True
             return
-        for unit in self._units:
-            if unit not in self._handles:
-                self._submit(unit)
+        self._submit([unit for unit in self._units if unit not in self._handles])
         try:
             for unit, (handle, ctxs) in self._handles.items():
                 outputs = handle() if callable(handle) else synchronize(handle)  # sparse: a function

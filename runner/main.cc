@@ -434,6 +434,9 @@ int run_mpi(Options options, const std::vector<Host>& hosts, int num_proc,
     if (is_local_host(h.name)) launch.local_host_cores[h.name] = local_cores();
   }
   launch.forwarded = forwarded_environment(env);
+  for (const auto& [name, value] : env) {
+    if (name.rfind("OMPI_MCA_", 0) == 0) launch.user_mca.insert(name.substr(9));
+  }
   std::vector<std::string> remote_hosts;
   for (const Host& h : hosts) {
     if (!is_local_host(h.name)) remote_hosts.push_back(h.name);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,11 +32,15 @@ struct MpiLaunch {
   // Variables passed on to the ranks by name (they are in mpirun's own
   // environment): forwarded_environment() of hvdrun's.
   std::map<std::string, std::string> forwarded;
+  // Open MPI parameters the user set in hvdrun's environment
+  // (OMPI_MCA_<name>): hvdrun's own choice of them steps aside.
+  std::set<std::string> user_mca;
 };
 
 // Open MPI:
 //   mpirun [--allow-run-as-root] --tag-output -np N -H h1:4,h2:4
 //     --bind-to none --map-by slot [--oversubscribe] -mca pml ob1 -mca btl ^openib
+//     [-mca coll_libnbc_iallreduce_algorithm 3]
 //     [-mca btl_tcp_if_include IF1,IF2 -x NCCL_SOCKET_IFNAME=IF1,IF2]
 //     [-mca plm_rsh_args "-p PORT -i KEY"] [-mca plm_rsh_agent AGENT]
 //     [--output-filename DIR] -x VAR... -x SETTING=VALUE... [MPI_ARGS...] command...

@@ -2,6 +2,8 @@
 // detection, forwarded environment and the -np default.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -46,7 +48,8 @@ TEST(OpenMpi, OneLocalHostAsRoot) {
   EXPECT_EQ(mpi_command(o, launch),
             (Argv{"mpirun", "--allow-run-as-root", "--tag-output", "-np", "2", "-H", "localhost:2",
                   "--bind-to", "none", "--map-by", "slot", "-mca", "pml", "ob1", "-mca", "btl",
-                  "^openib", "./train", "--epochs", "1"}));
+                  "^openib", "-mca", "coll_libnbc_iallreduce_algorithm", "3", "./train",
+                  "--epochs", "1"}));
 }
 
 TEST(OpenMpi, OneHostNotRoot) {
@@ -55,14 +58,16 @@ TEST(OpenMpi, OneHostNotRoot) {
   launch.local_host_cores = {{"localhost", 8}};
   EXPECT_EQ(mpi_command(o, launch),
             (Argv{"mpirun", "--tag-output", "-np", "2", "-H", "localhost:2", "--bind-to", "none",
-                  "--map-by", "slot", "-mca", "pml", "ob1", "-mca", "btl", "^openib", "./train"}));
+                  "--map-by", "slot", "-mca", "pml", "ob1", "-mca", "btl", "^openib", "-mca",
+                  "coll_libnbc_iallreduce_algorithm", "3", "./train"}));
 }
 
 TEST(OpenMpi, TwoHosts) {
   Options o = command_options({"-np", "8", "-H", "h1:4,h2:4", "python", "train.py"});
   EXPECT_EQ(mpi_command(o, open_mpi({{"h1", 4}, {"h2", 4}}, 8)),
             (Argv{"mpirun", "--tag-output", "-np", "8", "-H", "h1:4,h2:4", "--bind-to", "none",
-                  "--map-by", "slot", "-mca", "pml", "ob1", "-mca", "btl", "^openib", "python",
+                  "--map-by", "slot", "-mca", "pml", "ob1", "-mca", "btl", "^openib", "-mca",
+                  "coll_libnbc_iallreduce_algorithm", "3", "python",
                   "train.py"}));
 }
 
@@ -74,11 +79,13 @@ TEST(OpenMpi, OversubscribesWhenSlotsExceedLocalCores) {
             (Argv{"mpirun", "--allow-run-as-root", "--tag-output", "-np", "4", "-H", "localhost:4",
                   "--bind-to", "none", "--map-by", "slot", "--oversubscribe", "-mca",
                   "mpi_yield_when_idle", "1", "-mca", "pml", "ob1",
-                  "-mca", "btl", "^openib", "./t"}));
+                  "-mca", "btl", "^openib", "-mca",
+                  "coll_libnbc_iallreduce_algorithm", "3", "./t"}));
   // Remote hosts' cores are unknown: no --oversubscribe for them.
   EXPECT_EQ(mpi_command(o, open_mpi({{"h1", 64}}, 4)),
             (Argv{"mpirun", "--tag-output", "-np", "4", "-H", "h1:64", "--bind-to", "none",
-                  "--map-by", "slot", "-mca", "pml", "ob1", "-mca", "btl", "^openib", "./t"}));
+                  "--map-by", "slot", "-mca", "pml", "ob1", "-mca", "btl", "^openib", "-mca",
+                  "coll_libnbc_iallreduce_algorithm", "3", "./t"}));
 }
 
 TEST(OpenMpi, InterfaceOutputSshAndForwardedEnvironment) {
@@ -92,10 +99,26 @@ TEST(OpenMpi, InterfaceOutputSshAndForwardedEnvironment) {
   EXPECT_EQ(mpi_command(o, launch),
             (Argv{"mpirun", "--allow-run-as-root", "--tag-output", "-np", "4", "-H", "h1:2,h2:2",
                   "--bind-to", "none", "--map-by", "slot", "-mca", "pml", "ob1", "-mca", "btl",
-                  "^openib", "-mca", "btl_tcp_if_include", "eth1", "-mca", "plm_rsh_args",
-                  "-p 2222 -i /k/id", "--output-filename", "/tmp/logs", "-x", "NCCL_DEBUG", "-x",
+                  "^openib", "-mca", "coll_libnbc_iallreduce_algorithm", "3", "-mca",
+                  "btl_tcp_if_include", "eth1", "-mca", "plm_rsh_args", "-p 2222 -i /k/id", "--output-filename", "/tmp/logs", "-x", "NCCL_DEBUG", "-x",
                   "PATH", "-x", "HOROVODCPP_CYCLE_TIME=5", "-x", "HOROVODCPP_LOG_LEVEL=debug", "-x",
                   "NCCL_SOCKET_IFNAME=eth1", "./t", "x"}));
+}
+
+// The non-blocking allreduce algorithm is hvdrun's choice only while the
+// user makes none (OMPI_MCA_... in the environment, or --mpi-args).
+TEST(OpenMpi, UsersNonblockingAllreduceAlgorithmWins) {
+  const auto has_ours = [](const Argv& argv) {
+    return std::find(argv.begin(), argv.end(), "coll_libnbc_iallreduce_algorithm") != argv.end();
+  };
+  MpiLaunch launch = open_mpi({{"h1", 2}}, 2);
+  EXPECT_TRUE(has_ours(mpi_command(command_options({"-np", "2", "./t"}), launch)));
+  launch.user_mca = {"coll_libnbc_iallreduce_algorithm"};
+  EXPECT_FALSE(has_ours(mpi_command(command_options({"-np", "2", "./t"}), launch)));
+  const Options o = command_options({"-np", "2", "--mpi-args=-mca coll_libnbc_iallreduce_algorithm 1",
+                                     "./t"});
+  const Argv argv = mpi_command(o, open_mpi({{"h1", 2}}, 2));
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "coll_libnbc_iallreduce_algorithm"), 1);
 }
 
 TEST(OpenMpi, RemoteShellBecomesTheAgent) {
@@ -154,7 +177,8 @@ TEST(OpenMpi, HorovodrunsMpiArgsBindingArgsTcpAndInterfaces) {
   launch.local_host_cores = {{"localhost", 8}};
   EXPECT_EQ(mpi_command(o, launch),
             (Argv{"mpirun", "--tag-output", "-np", "2", "-H", "localhost:2", "--bind-to", "core",
-                  "-mca", "pml", "ob1", "-mca", "btl", "^openib", "-mca", "btl_tcp_if_include",
+                  "-mca", "pml", "ob1", "-mca", "btl", "^openib", "-mca",
+                  "coll_libnbc_iallreduce_algorithm", "3", "-mca", "btl_tcp_if_include",
                   "eth0,eth1", "-x", "NCCL_IB_DISABLE=1", "-x", "NCCL_SOCKET_IFNAME=eth0,eth1",
                   "--map-by", "ppr:2:node", "-x", "A=b c", "./t"}));
 }

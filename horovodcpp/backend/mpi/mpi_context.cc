@@ -47,6 +47,17 @@ const char* thread_level_name(int level) {
   }
 }
 
+// Every collective here is non-blocking (bounded waits, mpi_wait.h). Open
+// MPI's (libnbc) allreduce takes a binomial tree for up to 4 ranks whatever
+// the size: on 2 ranks half the bandwidth of its blocking MPI_Allreduce at
+// 1-64 MiB, where Rabenseifner's reduce-scatter and allgather matches it
+// (docs/performance.md). A value the user set wins.
+void prefer_fast_nonblocking_allreduce() {
+#if defined(OPEN_MPI) && OPEN_MPI
+  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", /*overwrite=*/0);
+#endif
+}
+
 void ensure_mpi_initialized() {
   HVD_CHECK(!mpi_finalized(), BackendError,
             "MPI was already finalized in this process; it cannot be initialized again");
@@ -56,6 +67,7 @@ void ensure_mpi_initialized() {
   if (initialized) {
     HVD_MPI_CHECK(MPI_Query_thread(&provided));
   } else {
+    prefer_fast_nonblocking_allreduce();
     HVD_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
     static std::once_flag registered;
     std::call_once(registered, [] { std::atexit(finalize_at_exit); });

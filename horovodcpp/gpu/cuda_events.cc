@@ -1,29 +1,13 @@
 #include "gpu/cuda_events.h"
 
 #include "gpu/cuda_check.h"
+#include "gpu/device_scope.h"
 
 namespace hvd {
 namespace {
 
 cudaEvent_t as_event(GpuEvents::Event event) { return static_cast<cudaEvent_t>(event); }
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
-
-// Makes `device` current for a scope and restores the caller's device: the
-// user thread that submits a tensor keeps its own current device.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) : device_(device) {
-    HVD_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (device_ != previous_) HVD_CUDA_CHECK(cudaSetDevice(device_));
-  }
-  ~DeviceScope() {
-    if (device_ != previous_) cudaSetDevice(previous_);
-  }
-
- private:
-  int device_;
-  int previous_ = 0;
-};
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "core/device/device_completion.h"
 #include "core/diagnostics/timeline_span.h"
 #include "gpu/cuda_check.h"
+#include "gpu/device_scope.h"
 #include "gpu/device_tensor.h"
 
 namespace hvd {
@@ -87,6 +88,7 @@ void StagedOperations::ensure(int device) {
 }
 
 std::vector<TensorView> StagedOperations::stage_in(const std::vector<const TensorEntry*>& group) {
+  const KeepCurrentDevice keep;  // queued from the caller's thread too
   ensure(group.front()->request.device.index);
   const TimelineSpan span(timeline_, "MEMCPY_IN_HOST_BUFFER", group);
   cudaStream_t stream = as_stream(stream_);
@@ -122,6 +124,7 @@ std::vector<TensorView> StagedOperations::stage_in(const std::vector<const Tenso
 
 void StagedOperations::finish_in_place(const std::vector<const TensorEntry*>& group,
                                        const std::vector<TensorView>& staged) {
+  const KeepCurrentDevice keep;  // queued from the caller's thread too
   HVD_CUDA_CHECK(cudaSetDevice(device_));
   TimelineSpan span(timeline_, "MEMCPY_OUT_HOST_BUFFER", group);
   for (std::size_t i = 0; i < group.size(); ++i) {
@@ -136,6 +139,7 @@ void StagedOperations::finish_in_place(const std::vector<const TensorEntry*>& gr
 
 void StagedOperations::finish_with_result(const TensorEntry& entry, const Tensor& result,
                                           std::vector<std::int64_t> received_splits) {
+  const KeepCurrentDevice keep;  // queued from the caller's thread too
   HVD_CUDA_CHECK(cudaSetDevice(device_));
   TimelineSpan span(timeline_, "MEMCPY_OUT_HOST_BUFFER", entry);
   const std::size_t bytes = result.size_bytes();

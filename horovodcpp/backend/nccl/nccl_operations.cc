@@ -7,6 +7,7 @@
 #include "core/diagnostics/timeline_span.h"
 #include "gpu/batched_copy.h"
 #include "gpu/cuda_check.h"
+#include "gpu/device_scope.h"
 #include "gpu/device_tensor.h"
 
 namespace hvd {
@@ -106,6 +107,7 @@ void NcclOperations::wait_ready(const std::vector<const TensorEntry*>& group) {
 }
 
 void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int set_size) {
+  const KeepCurrentDevice keep;  // queued from the caller's thread too
   const Request& request = group.front()->request;
   const DataType dtype = request.dtype;
   const bool average = request.reduce_op == ReduceOp::kAverage;
@@ -157,6 +159,7 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
 }
 
 void NcclOperations::broadcast(const TensorEntry& entry) {
+  const KeepCurrentDevice keep;  // queued from the caller's thread too
   wait_ready({&entry});
   TimelineSpan span(timeline_, "NCCL_BROADCAST", entry);
   backend_->broadcast(entry.input.data, entry.input.num_elements(), entry.input.dtype,
@@ -166,6 +169,7 @@ void NcclOperations::broadcast(const TensorEntry& entry) {
 }
 
 void NcclOperations::allgather(const TensorEntry& entry, const ResultPlan& plan) {
+  const KeepCurrentDevice keep;  // queued from the caller's thread too
   wait_ready({&entry});
   TimelineSpan span(timeline_, "NCCL_ALLGATHER", entry);
   Tensor output = device_tensor(device_, entry.input.dtype, plan.shape);
@@ -175,6 +179,7 @@ void NcclOperations::allgather(const TensorEntry& entry, const ResultPlan& plan)
 }
 
 void NcclOperations::alltoall(const TensorEntry& entry, const ResultPlan& plan) {
+  const KeepCurrentDevice keep;  // queued from the caller's thread too
   wait_ready({&entry});
   TimelineSpan span(timeline_, "NCCL_ALLTOALL", entry);
   Tensor output = device_tensor(device_, entry.input.dtype, plan.shape);
@@ -188,6 +193,7 @@ void NcclOperations::alltoall(const TensorEntry& entry, const ResultPlan& plan) 
 // never the caller's tensor; Average and postscale in place afterwards.
 void NcclOperations::reducescatter(const TensorEntry& entry, const ResultPlan& plan,
                                    double divisor) {
+  const KeepCurrentDevice keep;  // queued from the caller's thread too
   const Request& request = entry.request;
   const DataType dtype = request.dtype;
   const std::uint64_t n = entry.input.num_elements();

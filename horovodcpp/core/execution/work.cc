@@ -63,6 +63,15 @@ std::vector<std::function<void()>> WorkState::take_callbacks() {
 }
 
 bool WorkState::wait(std::optional<std::chrono::milliseconds> timeout) {
+  const auto deadline = timeout ? std::chrono::steady_clock::now() + *timeout
+                                : std::chrono::steady_clock::time_point::max();
+  if (wakeup_ && !done_flag_.load(std::memory_order_acquire)) {
+    // Run the cycles that complete it on this thread, if nobody else does.
+    wakeup_->help([this, deadline] {
+      return done_flag_.load(std::memory_order_acquire) ||
+             std::chrono::steady_clock::now() >= deadline;
+    });
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   if (!done_) {
     // The coordinator lets submissions gather until its next cycle is due;
@@ -72,7 +81,7 @@ bool WorkState::wait(std::optional<std::chrono::milliseconds> timeout) {
     // wake-up from sleep costs more than a small collective. On a machine
     // without spare cores the poll would take the coordinator's core.
     const auto spin = wakeup_ ? wakeup_->wait_spin() : std::chrono::microseconds(0);
-    if (spin.count() > 0 && (!timeout || *timeout >= spin)) {
+    if (spin.count() > 0 && std::chrono::steady_clock::now() + spin <= deadline) {
       lock.unlock();
       const auto until = std::chrono::steady_clock::now() + spin;
       while (!done_flag_.load(std::memory_order_acquire) &&
@@ -84,7 +93,7 @@ bool WorkState::wait(std::optional<std::chrono::milliseconds> timeout) {
     if (!timeout) {
       done_cv_.wait(lock, [this] { return done_; });
     } else {
-      completed = done_cv_.wait_for(lock, *timeout, [this] { return done_; });
+      completed = done_cv_.wait_until(lock, deadline, [this] { return done_; });
     }
     if (wakeup_) wakeup_->end_wait();
     if (!completed) return false;

@@ -2,15 +2,20 @@
 // its next cycle is due. Submissions alone do not: they gather, so that a
 // burst (a backward pass) is negotiated and fused together. A thread that
 // waits for one of the set's operations (Work::wait) does: it wants a result
-// now. Shared by the set's TensorQueue, its Works (which may outlive the
-// queue) and its Coordinator, which sleeps on it.
+// now. Such a thread first offers to run the cycles itself (help): a
+// blocking collective then costs no hand-over to the coordinator's thread
+// and back, which on a busy host costs more than a small collective.
+// Shared by the set's TensorQueue, its Works (which may outlive the queue)
+// and its Coordinator, which sleeps on it.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
+#include <shared_mutex>
 
 namespace hvd {
 
@@ -23,6 +28,21 @@ class CoordinatorWakeup {
   }
   void end_wait() { waiters_.fetch_sub(1); }
   int waiters() const { return waiters_.load(); }
+
+  // Runs the coordinator's cycles on the calling thread until `done()`;
+  // false if it could not (another thread runs them, the coordinator
+  // stopped): then the caller sleeps as usual.
+  using Helper = std::function<bool(const std::function<bool()>& done)>;
+  bool help(const std::function<bool()>& done) {
+    std::shared_lock<std::shared_mutex> lock(helper_mutex_);
+    return helper_ && helper_(done);
+  }
+  // The coordinator's (null: none from now on; returns once no thread runs
+  // the previous one).
+  void set_helper(Helper helper) {
+    std::unique_lock<std::shared_mutex> lock(helper_mutex_);
+    helper_ = std::move(helper);
+  }
   // How long a waiting thread polls for its result before it sleeps.
   void set_wait_spin(std::chrono::microseconds spin) { wait_spin_ = spin; }
   std::chrono::microseconds wait_spin() const { return wait_spin_.load(); }
@@ -58,6 +78,8 @@ class CoordinatorWakeup {
   }
 
  private:
+  std::shared_mutex helper_mutex_;
+  Helper helper_;
   std::atomic<int> waiters_{0};
   std::atomic<bool> interrupted_{false};
   std::atomic<std::chrono::microseconds> wait_spin_{std::chrono::microseconds(0)};

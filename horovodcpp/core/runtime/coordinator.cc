@@ -22,6 +22,38 @@ std::chrono::milliseconds hit_stall_time(const StallInspector& inspector) {
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
+// The transports write to sockets from the thread that runs a cycle: a
+// write to a peer that died must fail (and name the peer), not kill the
+// process with SIGPIPE before it can say anything. Only this thread's mask
+// changes, for the object's lifetime; a SIGPIPE raised meanwhile is
+// consumed, not delivered when the mask is restored.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t previous;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &previous);
+    was_blocked_ = sigismember(&previous, SIGPIPE) == 1;
+  }
+  ~SigpipeBlocked() {
+    if (was_blocked_) return;
+    sigset_t pending;
+    sigpending(&pending);
+    if (sigismember(&pending, SIGPIPE) == 1) {
+      const timespec now{0, 0};
+      sigtimedwait(&pipe_, nullptr, &now);
+    }
+    pthread_sigmask(SIG_UNBLOCK, &pipe_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t pipe_;
+  bool was_blocked_ = false;
+};
+
 // Polling pays only where it takes no core that work needs: each rank has
 // two busy threads, the one training and the coordinator (docs/internals.md,
 // "Latency and waiting").
@@ -84,6 +116,7 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
 Coordinator::~Coordinator() { stop(); }
 
 void Coordinator::start() {
+  queue_.wakeup()->set_helper([this](const std::function<bool()>& done) { return help(done); });
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -91,18 +124,43 @@ void Coordinator::stop() {
   stop_requested_ = true;
   queue_.wakeup()->interrupt();  // no more waiting for the cycle time
   if (thread_.joinable()) thread_.join();
+  queue_.wakeup()->set_helper(nullptr);  // waits for a thread running cycles
 }
 
 void Coordinator::loop() {
-  // The transports write to sockets from this thread: a write to a peer
-  // that died must fail (and name the peer), not kill the process with
-  // SIGPIPE before it can say anything. Only this thread's mask changes.
-  sigset_t pipe;
-  sigemptyset(&pipe);
-  sigaddset(&pipe, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  const SigpipeBlocked blocked;
+  while (true) {
+    NextCycle next;
+    {
+      std::lock_guard<std::mutex> lock(cycle_mutex_);
+      if (ended_ || !cycle()) return;
+      next = next_cycle();
+    }
+    sleep_until(next);
+  }
+}
+
+bool Coordinator::help(const std::function<bool()>& done) {
+  std::unique_lock<std::mutex> lock(cycle_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || ended_) return false;
+  const SigpipeBlocked blocked;
+  while (!done()) {
+    if (!cycle()) return true;  // every pending operation has failed
+    if (done()) break;
+    // The others have not submitted what this thread waits for yet.
+    if (const auto backoff = in_flight_backoff(); backoff.count() > 0) {
+      lock.unlock();
+      queue_.wait_for_new(std::chrono::steady_clock::now() + backoff);
+      lock.lock();
+      if (ended_) return true;
+    }
+  }
+  return true;
+}
+
+bool Coordinator::cycle() {
   try {
-    while (run_cycle()) wait_for_next_cycle();
+    if (run_cycle()) return true;
   } catch (const Error& e) {
     // Typed errors (RankFailure for a lost peer, BackendError, ...) reach
     // every pending Work as they are.
@@ -113,6 +171,8 @@ void Coordinator::loop() {
     stop_on(std::make_exception_ptr(
         BackendError(std::string("horovodcpp coordinator failed: ") + e.what())));
   }
+  ended_ = true;
+  return false;
 }
 
 void Coordinator::stop_on(std::exception_ptr error) {
@@ -120,7 +180,8 @@ void Coordinator::stop_on(std::exception_ptr error) {
   fail_everything_left(std::move(error));
 }
 
-void Coordinator::wait_for_next_cycle() {
+Coordinator::NextCycle Coordinator::next_cycle() {
+  const auto now = std::chrono::steady_clock::now();
   if (!queue_.urgent()) {
     // Submissions gather until the next cycle is due, the cycle time after
     // the last one began (Horovod's pacing): a backward pass's gradients are
@@ -128,15 +189,20 @@ void Coordinator::wait_for_next_cycle() {
     // cycles at that pace too (every rank must join every cycle, and
     // shutdown and the stall inspector need cycles).
     idle_cycles_in_a_row_ = 0;
-    queue_.wait_until_urgent(cycle_start_ + cycle_time_, idle_spin_);
-    return;
+    return {cycle_start_ + cycle_time_, false};
   }
   // A thread waits for a result (or the fusion buffer is full): the next
   // cycle starts at once, so that its collective pairs with the other
   // ranks' the moment they enter theirs and a lone tensor never waits for
   // the timer.
-  if (const auto backoff = in_flight_backoff(); backoff.count() > 0) {
-    queue_.wait_for_new(std::chrono::steady_clock::now() + backoff);
+  return {now + in_flight_backoff(), true};
+}
+
+void Coordinator::sleep_until(const NextCycle& next) {
+  if (!next.urgent) {
+    queue_.wait_until_urgent(next.at, idle_spin_);
+  } else if (next.at > std::chrono::steady_clock::now()) {
+    queue_.wait_for_new(next.at);
   }
 }
 

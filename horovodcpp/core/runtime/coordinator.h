@@ -2,11 +2,15 @@
 // requests to rank 0, receives the agreed responses and executes them in
 // that order, so every rank runs the same collectives in the same order.
 // Requests that hit the response cache skip rank 0 (see CacheNegotiation).
+// A thread that waits for a result runs the cycles itself while nobody else
+// does (help): one thread, not a hand-over and back, per blocking collective.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -58,10 +62,23 @@ class Coordinator {
 
  private:
   void loop();
+  // A thread waiting for an operation runs the cycles until `done()`
+  // (CoordinatorWakeup::help); false if another thread runs them.
+  bool help(const std::function<bool()>& done);
+  // One cycle, under cycle_mutex_; false once the coordinator has ended
+  // (shutdown, or an error that failed every pending operation).
+  bool cycle();
   // Returns false once the job is shutting down. Sets idle_cycle_.
   bool run_cycle();
-  // Sleeps until the next cycle is due (see coordinator.cc).
-  void wait_for_next_cycle();
+  // When the next cycle is due (see coordinator.cc), and whether it is
+  // urgent (then only a new submission ends the sleep early, else also a
+  // waiting thread or a full fusion buffer). Under cycle_mutex_.
+  struct NextCycle {
+    std::chrono::steady_clock::time_point at;
+    bool urgent = false;
+  };
+  NextCycle next_cycle();
+  void sleep_until(const NextCycle& next);
   // How long to wait for a submission before the next cycle while a cycle
   // is urgent but the last one achieved nothing.
   std::chrono::microseconds in_flight_backoff();
@@ -95,6 +112,10 @@ class Coordinator {
   std::unique_ptr<Autotuner> autotuner_;        // rank 0 with HOROVODCPP_AUTOTUNE=1
   std::optional<TunedParams> tuned_to_send_;    // rank 0: chosen, not yet broadcast
   std::atomic<bool> stop_requested_{false};
+  // Held by whichever thread runs cycles: this coordinator's, or one that
+  // waits for a result (help).
+  std::mutex cycle_mutex_;
+  bool ended_ = false;  // under cycle_mutex_
   std::thread thread_;
 };
 

@@ -6,8 +6,8 @@
 #   scripts/gpu_tests.sh test      # on the GPU machine: run everything (builds nothing)
 #   scripts/gpu_tests.sh           # build, then test, in one command
 #
-# The lent GPU machines have CUDA 13, CMake and PyTorch 2.x but no MPI, no
-# Gloo, no GoogleTest and no internet. So:
+# It is made for GPU machines that have CUDA 13, CMake and PyTorch 2.x but
+# no MPI, no Gloo, no GoogleTest and no internet. So:
 # - GoogleTest comes as source: `prepare` copies Debian's /usr/src/googletest
 #   (3.8 MB) into .gpu-deps/googletest (git-ignored); carry `.gpu-deps` to
 #   the GPU machine (the `run` tool's `carry`), where it is built first.
@@ -38,19 +38,14 @@
 #   GPU, and the CPU Python suites at two ranks on that PyTorch.
 #   HVD_GPU_PYTHON picks another interpreter; HVD_GPU_SKIP_PYTHON=1 skips.
 #
-# With the `run` device tool (from a session on the CPU machine; a command
-# gets 600 s at most, the session 30 minutes of device time):
-#   scripts/gpu_tests.sh prepare                                  # here, once
-#   run(command="bash scripts/gpu_tests.sh", carry=[".gpu-deps"], timeout_s=600)
-# A fresh build (GoogleTest included) took 3 minutes on 2 cores here, so
-# about 1 on 16; the tests take a few minutes with the GPU. If that
-# one command runs out of time, the build left on the machine is kept while
-# it stays warm: call again at once with "bash scripts/gpu_tests.sh test"
-# (same carry). Or split from the start: "bash scripts/gpu_tests.sh build",
-# then "bash scripts/gpu_tests.sh test". Each step of `test` is bounded
+# From a machine without a GPU: `prepare` there, copy the checkout with
+# .gpu-deps to the GPU machine and run `bash scripts/gpu_tests.sh` there.
+# The build takes about 2 minutes on 16 cores (GoogleTest included), the
+# tests about 1 with an H100 or H200 (HVD_GPU_SKIP_CPU_SUITES=1 leaves out
+# the CPU suites). `build` and `test` split the two. Each step of `test` is bounded
 # (HVD_GPU_STEP_TIMEOUT, default 240 s; NCCL waits by
 # HOROVODCPP_NCCL_TIMEOUT_SECONDS, default 60 here), so a hang fails that
-# step and the rest still runs; read $OUT's logs (files_at).
+# step and the rest still runs; read the logs in $OUT.
 # HVD_GTEST_FROM_SOURCE=1 builds the carried GoogleTest even where one is
 # installed (to rehearse the GPU machine's path here).
 # Results: build/test logs and GoogleTest XML in $OUT (or build-gpu-device/).

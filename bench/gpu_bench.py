@@ -65,6 +65,21 @@ def timed(op, iters, synchronized):
     return (time.perf_counter() - start) / iters
 
 
+def allreduce_ops(nbytes, device, name, small_iters, warmup):
+    """horovodcpp's and torch.distributed's in-place Sum allreduce of a
+    float32 tensor of `nbytes` on `device`, warmed up (communicators,
+    buffers), and how many calls one timing makes."""
+    t = torch.ones(max(nbytes // 4, 1), device=device)
+    ops = {
+        "hvd": lambda: hvd.allreduce_(t, op=hvd.Sum, name=name),
+        "torch": lambda: dist.all_reduce(t),
+    }
+    for op in ops.values():
+        for _ in range(warmup):
+            op()
+    return ops, iterations(nbytes, small_iters)
+
+
 def init_torch(backend, rank, size, directory):
     # A file in a directory every rank sees (rank 0 makes it, hvd broadcasts it).
     dist.init_process_group(backend, init_method="file://" + os.path.join(directory, "store"),
@@ -96,15 +111,7 @@ def mode_allreduce(a, out):
         "size", "iters", "hvd pipel.", "torch pipel.", "ratio", "hvd sync", "torch sync",
         "ratio"))
     for nbytes in a.sizes:
-        t = torch.ones(max(nbytes // 4, 1), device=device)
-        ops = {
-            "hvd": lambda: hvd.allreduce_(t, op=hvd.Sum, name="gpu_bench.allreduce"),
-            "torch": lambda: dist.all_reduce(t),
-        }
-        iters = iterations(nbytes, a.iters)
-        for op in ops.values():  # warm-up (communicators, fusion buffers)
-            for _ in range(5):
-                op()
+        ops, iters = allreduce_ops(nbytes, device, "gpu_bench.allreduce", a.iters, warmup=5)
         times = {(k, s): [] for k in ops for s in (False, True)}
         for _ in range(a.rounds):
             for synchronized in (False, True):
@@ -237,15 +244,7 @@ def mode_staged(a, out):
           % (hvd.size(), os.environ.get("HOROVODCPP_GPU_OPERATIONS", "?"), a.rounds))
     say("# %-9s %7s | %12s %12s %7s" % ("size", "iters", "hvd (us)", "torch (us)", "ratio"))
     for nbytes in a.sizes:
-        t = torch.ones(max(nbytes // 4, 1), device=device)
-        ops = {
-            "hvd": lambda: hvd.allreduce_(t, op=hvd.Sum, name="gpu_bench.staged"),
-            "torch": lambda: dist.all_reduce(t),
-        }
-        iters = iterations(nbytes, a.iters)
-        for op in ops.values():
-            for _ in range(3):
-                op()
+        ops, iters = allreduce_ops(nbytes, device, "gpu_bench.staged", a.iters, warmup=3)
         times = {k: [] for k in ops}
         for _ in range(a.rounds):
             for name, op in ops.items():

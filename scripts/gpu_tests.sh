@@ -150,7 +150,7 @@ elif [[ -z $HAVE_GLOO ]]; then
 elif [[ -z $PY ]] || ! "$PY" -c 'import torch, pytest' 2>/dev/null; then
   python_reason="no python3 with torch and pytest"
 elif [[ ! -f $DEPS/dlpack/dlpack/dlpack.h ]]; then
-  python_reason="no DLPack header: run 'scripts/gpu_tests.sh prepare' and carry .gpu-deps"
+  python_reason="no DLPack header: run 'scripts/gpu_tests.sh prepare' and copy .gpu-deps here"
 else
   # pybind11: the interpreter's pip package, else one CMake finds itself.
   PYBIND_DIR=$("$PY" -m pybind11 --cmakedir 2>/dev/null || true)
@@ -175,7 +175,7 @@ if [[ $PHASE != test ]]; then
     return 1
   }
   if [[ ! -d $GTEST_PREFIX ]] && { [[ -n ${HVD_GTEST_FROM_SOURCE:-} ]] || ! installed_gtest; }; then
-    [[ -d $DEPS/googletest ]] || { echo "no GoogleTest: run 'scripts/gpu_tests.sh prepare' and carry .gpu-deps"; exit 2; }
+    [[ -d $DEPS/googletest ]] || { echo "no GoogleTest: run 'scripts/gpu_tests.sh prepare' and copy .gpu-deps here"; exit 2; }
     log "building GoogleTest from $DEPS/googletest"
     cmake -S "$DEPS/googletest" -B "$BUILD/googletest-build" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_INSTALL_PREFIX="$GTEST_PREFIX" -DBUILD_GMOCK=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON >/dev/null

@@ -472,6 +472,37 @@ TEST(Allreduce, SteadyStateIterations) {
   }
 }
 
+// allreduce_async_many: one operation per tensor, each with its own name
+// and result (fused as separate submissions would be); all queued or none.
+TEST(Allreduce, ManyInOneCall) {
+  const int size = hvd::size();
+  std::vector<std::vector<float>> grads(3);
+  std::vector<hvd::TensorView> views;
+  for (int k = 0; k < 3; ++k) {
+    grads[k].assign(10 + 7 * k, static_cast<float>(hvd::rank() + k));
+    views.push_back(hvd::view(grads[k]));
+  }
+  std::vector<Work> works =
+      hvd::allreduce_async_many(views, {"many.0", "many.1", "many.2"}, ReduceOp::kSum);
+  ASSERT_EQ(works.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    if (!wait_ok(works[k], "many " + std::to_string(k))) continue;
+    const float want = static_cast<float>(size * (size - 1) / 2 + size * k);
+    for (float v : grads[k]) EXPECT_EQ(v, want) << "tensor " << k;
+  }
+  // A name in flight refuses the whole call: nothing of it is queued.
+  std::vector<float> held(4, 1.0f), other(4, 1.0f);
+  Work in_flight = hvd::allreduce_async(hvd::view(held), "many.held", ReduceOp::kSum);
+  EXPECT_THROW(hvd::allreduce_async_many({hvd::view(other), hvd::view(held)},
+                                         {"many.other", "many.held"}, ReduceOp::kSum),
+               hvd::InvalidArgument);
+  EXPECT_TRUE(wait_ok(in_flight, "many.held"));
+  // many.other was not queued: the name is free, and this is its only use.
+  EXPECT_TRUE(wait_ok(hvd::allreduce_async(hvd::view(other), "many.other", ReduceOp::kSum),
+                      "many.other"));
+  EXPECT_THROW(hvd::allreduce_async_many({hvd::view(other)}, {}), hvd::InvalidArgument);
+}
+
 // ---- Allgather ------------------------------------------------------------
 
 // Rows contributed by `rank` under row pattern `pattern`.

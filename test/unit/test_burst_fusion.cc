@@ -93,6 +93,13 @@ class BurstFusionTest : public ::testing::Test {
   // Submits an allreduce of `elements` floats (on the "GPU" or the CPU) as
   // the API does.
   Work submit(const std::string& name, std::size_t elements, DeviceType device) {
+    TensorEntry submission = allreduce_entry(name, elements, device);
+    Work work(submission.work);
+    queue_.push(std::move(submission));
+    return work;
+  }
+
+  TensorEntry allreduce_entry(const std::string& name, std::size_t elements, DeviceType device) {
     auto& data = buffers_.emplace_back(elements, 1.0f);
     TensorEntry entry;
     entry.request.op_type = OpType::kAllreduce;
@@ -105,9 +112,7 @@ class BurstFusionTest : public ::testing::Test {
                              entry.request.device);
     entry.output = entry.input;
     entry.work = std::make_shared<detail::WorkState>(queue_.wakeup());
-    Work work(entry.work);
-    queue_.push(std::move(entry));
-    return work;
+    return entry;
   }
 
   // A backward pass: `count` tensors handed over `gap` apart, then waited for.
@@ -162,13 +167,18 @@ TEST_F(BurstFusionTest, ALoneTensorThatIsWaitedForGoesOutAtOnce) {
   EXPECT_EQ(device_.batches(), std::vector<std::size_t>{1});
 }
 
-// Submissions that fill the fusion buffer go out without anyone waiting.
+// Submissions that together fill the fusion buffer go out without anyone
+// waiting. (Handed over in one call: one at a time, the coordinator's own
+// first cycle may take the first few, and the rest then waits for the next.)
 TEST_F(BurstFusionTest, ABurstThatFillsTheFusionBufferGoesOutAtOnce) {
   start(std::chrono::hours(1), 4 * 1000 * sizeof(float));
+  std::vector<TensorEntry> burst;
   std::vector<Work> works;
   for (int i = 0; i < 4; ++i) {
-    works.push_back(submit("full." + std::to_string(i), 1000, DeviceType::kCUDA));
+    burst.push_back(allreduce_entry("full." + std::to_string(i), 1000, DeviceType::kCUDA));
+    works.emplace_back(burst.back().work);
   }
+  queue_.push_all(std::move(burst));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!works.back().poll() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(milliseconds(1));

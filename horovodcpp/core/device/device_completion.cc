@@ -12,7 +12,7 @@ void complete_on_stream(const std::shared_ptr<GpuEvents>& events, CompletionPoll
   std::vector<std::weak_ptr<detail::WorkState>> works;
   for (const TensorEntry* entry : group) {
     // A joined rank's zeros have no caller whose stream could wait.
-    std::function<void()> order_caller = [] {};
+    std::function<void()> order_caller;
     if (!entry->joined) {
       order_caller = [events, done, device, caller = entry->input.stream] {
         events->stream_wait(device, caller, done.get());

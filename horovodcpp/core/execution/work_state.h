@@ -33,7 +33,8 @@ class WorkState {
   void fail(std::exception_ptr error);
   // Queued on a GPU stream: wait() returns from now on, and the first one
   // calls `order_caller` (which makes the caller's stream wait for the
-  // result; it may throw). finish_on_device() follows.
+  // result; it may throw; empty: nothing to order). finish_on_device()
+  // follows.
   void complete_on_device(std::function<void()> order_caller, Tensor output = Tensor(),
                           std::vector<std::int64_t> received_splits = {});
   // The GPU has run it (`error` null), or failed: the error becomes the

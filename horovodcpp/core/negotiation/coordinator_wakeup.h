@@ -60,9 +60,8 @@ class CoordinatorWakeup {
   }
 
   // Returns true once `ready()` holds (or after interrupt()), false at
-  // `deadline`. Polls for
-  // `spin` first: a condition variable wake-up costs tens of microseconds,
-  // more than a whole small collective.
+  // `deadline`. Polls for `spin` first: a condition variable wake-up costs
+  // tens of microseconds, more than a whole small collective.
   template <typename Ready>
   bool sleep_until(std::chrono::steady_clock::time_point deadline, std::chrono::microseconds spin,
                    Ready ready) {

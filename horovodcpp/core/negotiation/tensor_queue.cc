@@ -38,8 +38,6 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
   if (urgent()) wakeup_->wake();
 }
 
-bool TensorQueue::in_flight() const { return entry_count_.load() > 0; }
-
 bool TensorQueue::urgent() const {
   if (wakeup_->waiters() > 0 && entry_count_.load() > 0) return true;
   return new_count_.load() > 0 && new_bytes_.load() >= urgent_bytes_.load();

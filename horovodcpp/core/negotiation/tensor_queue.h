@@ -52,9 +52,6 @@ class TensorQueue {
       std::vector<std::chrono::steady_clock::time_point>* submitted = nullptr);
   // Removes and returns the in-flight entry of `name`, if there is one.
   std::optional<TensorEntry> try_take(const std::string& name);
-  // True while this rank has submissions not yet completed (waiting for
-  // other ranks, or new).
-  bool in_flight() const;
 
   // What this queue's Works signal when a thread waits for them.
   const std::shared_ptr<CoordinatorWakeup>& wakeup() const { return wakeup_; }

@@ -19,7 +19,10 @@ and is the one command to use; each part is a worker mode of this script:
       counts the NCCL launches of a step.
   --mode staged      (HOROVODCPP_GPU_OPERATIONS=gloo hvdrun -np 2 --gloo,
       both ranks on GPU 0) hvd.allreduce_ of CUDA tensors staged through
-      host memory against torch.distributed gloo with CUDA tensors.
+      host memory against torch.distributed gloo with CUDA tensors, and
+      the staging copies alone (to pinned host memory, wait, back) with no
+      communication: the floor of any staged design with that many ranks
+      on the GPU.
 
 Every figure is measured by the run that prints it; ratios are
 horovodcpp / peer for times (below 1: horovodcpp faster) and horovodcpp /
@@ -78,6 +81,25 @@ def allreduce_ops(nbytes, device, name, small_iters, warmup):
         for _ in range(warmup):
             op()
     return ops, iterations(nbytes, small_iters)
+
+
+def staging_copies(nbytes, device):
+    """One staged call's GPU work without the communication: the tensor to
+    pinned host memory, a wait for it, and back (as StagedOperations does)."""
+    t = torch.ones(max(nbytes // 4, 1), device=device)
+    host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    stream = torch.cuda.Stream(device)
+
+    def op():
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream):
+            host.copy_(t, non_blocking=True)
+            stream.synchronize()
+            t.copy_(host, non_blocking=True)
+        torch.cuda.current_stream(device).wait_stream(stream)
+    for _ in range(3):
+        op()
+    return op
 
 
 def init_torch(backend, rank, size, directory):
@@ -242,9 +264,13 @@ def mode_staged(a, out):
           "staged through host memory (HOROVODCPP_GPU_OPERATIONS=%s) vs torch.distributed gloo "
           "with CUDA tensors; per call, the largest over ranks, median of %d alternated rounds"
           % (hvd.size(), os.environ.get("HOROVODCPP_GPU_OPERATIONS", "?"), a.rounds))
-    say("# %-9s %7s | %12s %12s %7s" % ("size", "iters", "hvd (us)", "torch (us)", "ratio"))
+    say("# copies: the staging copies alone (device to pinned host memory, wait, back), no "
+        "communication: what any staged allreduce pays on this GPU with this many ranks on it")
+    say("# %-9s %7s | %12s %12s %7s | %12s" % ("size", "iters", "hvd (us)", "torch (us)", "ratio",
+                                                "copies (us)"))
     for nbytes in a.sizes:
         ops, iters = allreduce_ops(nbytes, device, "gpu_bench.staged", a.iters, warmup=3)
+        ops["copies"] = staging_copies(nbytes, device)
         times = {k: [] for k in ops}
         for _ in range(a.rounds):
             for name, op in ops.items():
@@ -252,8 +278,9 @@ def mode_staged(a, out):
                 times[name].append(max_over_ranks(timed(op, iters, False)))
         med = {k: statistics.median(v) * 1e6 for k, v in times.items()}
         if hvd.rank() == 0:
-            print("  %-9s %7d | %12.1f %12.1f %7.2f" % (
-                human(nbytes), iters, med["hvd"], med["torch"], med["hvd"] / med["torch"]))
+            print("  %-9s %7d | %12.1f %12.1f %7.2f | %12.1f" % (
+                human(nbytes), iters, med["hvd"], med["torch"], med["hvd"] / med["torch"],
+                med["copies"]))
             report({"part": "staged", "bytes": nbytes, "ranks": hvd.size(),
                     "us": {k: [x * 1e6 for x in v] for k, v in times.items()}}, out)
     dist.destroy_process_group()

@@ -99,6 +99,11 @@ std::string about(Setting setting) {
   return variable(setting) + ": " + hvd::settings::entry(setting).doc;
 }
 
+// The help of a flag that sets one of Horovod's knobs horovodcpp does not act on.
+std::string no_effect(Setting setting) {
+  return std::string("accepted, no effect (rank 0 says so): ") + hvd::settings::entry(setting).doc;
+}
+
 Apply set_to(Setting setting, std::string value) {
   return [setting, value](Options& o, const std::string&, const Values&) {
     o.rank_settings[variable(setting)] = value;
@@ -319,8 +324,9 @@ std::vector<Flag> build_table() {
         });
   t.add({"--verbose"}, kSwitch, "", "print the launch command and the placement",
         [](Options& o, const std::string&, const Values&) { o.verbose = true; });
-  t.unsupported({"-prefix-timestamp", "--prefix-output-with-timestamp"}, kSwitch, "",
-                "hvdrun prefixes output lines with the rank, not yet with the time");
+  t.add({"-prefix-timestamp", "--prefix-output-with-timestamp"}, kSwitch, "",
+        "each output line starts with the local time, then the rank",
+        [](Options& o, const std::string&, const Values&) { o.prefix_timestamp = true; });
 
   t.section("Rank settings (each sets a variable on every rank)");
   t.add({"--fusion-threshold-mb"}, kValue, "MB",
@@ -341,14 +347,12 @@ std::vector<Flag> build_table() {
   t.switch_pair(Setting::kHierarchicalAllreduce, "params.hierarchical_allreduce",
                 {{"--hierarchical-allreduce"}, "1", ""},
                 {{"--no-hierarchical-allreduce"}, "0", ""});
-  t.unsupported({"--hierarchical-allgather"}, kSwitch, "",
-                "allgather is not hierarchical in horovodcpp (allreduce is: "
-                "--hierarchical-allreduce)")
-      .config("params.hierarchical_allgather", "true");
-  t.add({"--no-hierarchical-allgather"}, kSwitch, "",
-        "accepted: allgather is never hierarchical here", nothing())
-      .dest("hierarchical-allgather")
-      .config("params.hierarchical_allgather", "false");
+  t.switch_pair(Setting::kHierarchicalAllgather, "params.hierarchical_allgather",
+                {{"--hierarchical-allgather"}, "1", no_effect(Setting::kHierarchicalAllgather)},
+                {{"--no-hierarchical-allgather"}, "0", ""});
+  t.switch_pair(Setting::kTorusAllreduce, "params.torus_allreduce",
+                {{"--torus-allreduce"}, "1", no_effect(Setting::kTorusAllreduce)},
+                {{"--no-torus-allreduce"}, "0", ""});
   t.switch_pair(
       Setting::kAutotune, "autotune.enabled",
       {{"--autotune"}, "1", "rank 0 tunes the fusion threshold and cycle time (those not set)"},
@@ -366,8 +370,9 @@ std::vector<Flag> build_table() {
         about(Setting::kAutotuneBayesOptMaxSamples),
         set_int(Setting::kAutotuneBayesOptMaxSamples, 1))
       .config("autotune.bayes_opt_max_samples");
-  t.unsupported({"--autotune-gaussian-process-noise"}, Arity::kValue, "X",
-                "horovodcpp's autotuner sweeps each parameter; it has no Gaussian process")
+  t.add({"--autotune-gaussian-process-noise"}, kValue, "X",
+        no_effect(Setting::kAutotuneGaussianProcessNoise),
+        set_number(Setting::kAutotuneGaussianProcessNoise))
       .config("autotune.gaussian_process_noise");
   t.add({"--timeline-filename"}, kValue, "FILE", about(Setting::kTimeline),
         set_file(Setting::kTimeline))
@@ -382,25 +387,24 @@ std::vector<Flag> build_table() {
   t.add({"--stall-check-shutdown-time-seconds"}, kValue, "S",
         about(Setting::kStallShutdownTimeSeconds), set_int(Setting::kStallShutdownTimeSeconds, 0))
       .config("stall_check.shutdown_time_seconds");
-  t.unsupported({"--mpi-threads-disable"}, kSwitch, "",
-                "horovodcpp calls MPI from its background thread, which needs "
-                "MPI_THREAD_SERIALIZED or more")
-      .config("library_options.mpi_threads_disable", "true");
-  t.add({"--no-mpi-threads-disable"}, kSwitch, "", "accepted: MPI threads stay enabled", nothing())
-      .dest("mpi-threads-disable")
-      .config("library_options.mpi_threads_disable", "false");
-  t.add({"--num-nccl-streams"}, kValue, "N", "only 1: horovodcpp runs NCCL on one stream per GPU",
-        [](Options&, const std::string& shown, const Values& v) {
-          int n = parse_int(shown, v[0], 0, INT_MAX);
-          if (n != 1) {
-            usage(shown + " is not supported with " + std::to_string(n) +
-                  ": horovodcpp runs NCCL on one stream per GPU (only 1 is accepted)");
-          }
-        })
+  t.switch_pair(Setting::kMpiThreadsDisable, "library_options.mpi_threads_disable",
+                {{"--mpi-threads-disable"}, "1", no_effect(Setting::kMpiThreadsDisable)},
+                {{"--no-mpi-threads-disable"}, "0", ""});
+  t.add({"--num-nccl-streams"}, kValue, "N", no_effect(Setting::kNumNcclStreams),
+        set_int(Setting::kNumNcclStreams, 0))
       .config("library_options.num_nccl_streams");
-  t.unsupported({"--thread-affinity"}, kValue, "CPU",
-                "horovodcpp does not pin its background thread (pin the whole rank with "
-                "numactl or taskset in the command)")
+  t.add({"--thread-affinity"}, kValue, "CPU[,CPU...]", about(Setting::kThreadAffinity),
+        [](Options& o, const std::string& shown, const Values& v) {
+          const std::string list = trim(v[0]);
+          std::size_t begin = 0;
+          for (;;) {
+            const std::size_t comma = list.find(',', begin);
+            parse_int(shown, list.substr(begin, comma - begin), 0, INT_MAX);
+            if (comma == std::string::npos) break;
+            begin = comma + 1;
+          }
+          o.rank_settings[variable(Setting::kThreadAffinity)] = list;
+        })
       .config("library_options.thread_affinity");
   t.add({"--gloo-timeout-seconds"}, kValue, "S", about(Setting::kGlooTimeoutSeconds),
         set_int(Setting::kGlooTimeoutSeconds, 1))
@@ -428,8 +432,9 @@ std::vector<Flag> build_table() {
       .config("logging.level");
   t.switch_pair(
       Setting::kLogHideTime, "logging.with_timestamp",
-      {{"--log-with-timestamp", "--no-log-hide-timestamp"}, "0", "log lines carry the local time"},
-      {{"--log-without-timestamp", "--log-hide-timestamp"}, "1", "the default here"});
+      {{"--log-with-timestamp", "--no-log-hide-timestamp"}, "0",
+       "log lines carry the local time (the default)"},
+      {{"--log-without-timestamp", "--log-hide-timestamp"}, "1", "log lines without it"});
 
   t.section("Elastic training (Gloo mode; on with --min-np or --host-discovery-script)");
   t.add({"--min-np", "--min-num-proc"}, kValue, "N",

@@ -139,6 +139,7 @@ std::vector<ChildSpec> gloo_children(const Options& options,
 
     ChildSpec child;
     child.label = "[" + std::to_string(p.rank) + "]";
+    child.timestamps = options.prefix_timestamp;
     if (!options.output_filename.empty()) {
       child.output_file =
           options.output_filename + "/rank." + std::to_string(p.rank) + "/output.log";

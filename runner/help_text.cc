@@ -67,7 +67,8 @@ std::string help_text() {
 Launches N copies of `command` as one horovodcpp job: through mpirun (MPI
 mode) or by starting every rank itself (Gloo mode). Options end at the first
 word that is not an option (or at "--"); the rest is the command. Every flag
-of horovodrun 0.28.1 is accepted; those whose feature hvdrun lacks fail with
+of horovodrun 0.28.1 is accepted: tuning flags horovodcpp has no use for set
+their variable and rank 0 says what it does instead; only --jsrun fails, with
 the reason. In [brackets]: the flag's key in a --config-file.
 )" + flags_text() +
          "\n" + hvd::settings::help_text() + R"(  HVDRUN_REMOTE_SHELL=TEXT

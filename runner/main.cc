@@ -387,6 +387,7 @@ int run_gloo_elastic(const Options& options, const std::map<std::string, std::st
     ChildSpec child = gloo_children(options, places, rendezvous, worker_env, cwd)[rank];
     // Output is labelled by worker: ranks change from round to round.
     child.label = "[" + std::to_string(worker) + "]";
+    child.timestamps = options.prefix_timestamp;
     if (!options.output_filename.empty()) {
       child.output_file =
           options.output_filename + "/rank." + std::to_string(worker) + "/output.log";
@@ -453,6 +454,8 @@ int run_mpi(Options options, const std::vector<Host>& hosts, int num_proc,
 
   ChildSpec child;
   child.argv = mpi_command(options, launch);
+  child.mpirun_tags = launch.flavor != MpiFlavor::kMpich;  // Hydra tags with -prepend-rank
+  child.timestamps = options.prefix_timestamp;
   if (options.verbose) {
     std::cerr << "hvdrun: " << mpi_flavor_name(launch.flavor) << ": " << join_quoted(child.argv)
               << "\n";

@@ -40,6 +40,7 @@ struct Options {
   std::string ssh_identity_file;       // -i
   std::string output_filename;         // --output-filename DIR
   bool verbose = false;                // --verbose
+  bool prefix_timestamp = false;       // --prefix-output-with-timestamp
   int start_timeout_seconds = 30;      // --start-timeout, else HOROVOD_START_TIMEOUT
   std::vector<std::string> mpi_args;      // --mpi-args: words added before the command
   std::vector<std::string> binding_args;  // --binding-args: replace mpirun's binding words

@@ -23,6 +23,8 @@
 #include <deque>
 #include <filesystem>
 
+#include "runner/output_lines.h"
+
 extern char** environ;
 
 namespace hvdrun {
@@ -68,10 +70,9 @@ void write_all(int fd, const std::string& text) {
 }
 
 struct Stream {
-  int fd = -1;          // read end of the child's pipe, -1 once closed
-  std::string prefix;   // "[1]<stdout>: ", or empty
-  int out_fd = -1;      // where the lines go
-  std::string pending;  // an incomplete line
+  int fd = -1;        // read end of the child's pipe, -1 once closed
+  OutputLines lines;  // what was read, relayed as whole lines with their tag
+  int out_fd = -1;    // where the lines go
   const std::function<void(const std::string&)>* on_line = nullptr;
 };
 
@@ -101,25 +102,9 @@ std::string describe(const ChildSpec& spec, size_t index) {
   return name;
 }
 
-// Writes the complete lines of `s` (all of it at EOF) with the label.
-void relay(Stream& s, bool at_eof) {
-  std::string out;
-  size_t start = 0, nl;
-  auto seen = [&s](const std::string& line) {
-    if (s.on_line && *s.on_line) (*s.on_line)(line);
-  };
-  while ((nl = s.pending.find('\n', start)) != std::string::npos) {
-    out += s.prefix + s.pending.substr(start, nl - start + 1);
-    seen(s.pending.substr(start, nl - start));
-    start = nl + 1;
-  }
-  s.pending.erase(0, start);
-  if (!s.pending.empty() && (at_eof || s.pending.size() > 65536)) {
-    out += s.prefix + s.pending + "\n";
-    seen(s.pending);
-    s.pending.clear();
-  }
-  write_all(s.out_fd, out);
+// Writes the lines of `s` complete with `bytes` (all of it at EOF).
+void relay(Stream& s, const std::string& bytes, bool at_eof) {
+  write_all(s.out_fd, s.lines.feed(bytes, at_eof, s.on_line));
 }
 
 // Builds argv/envp before fork: after fork only async-signal-safe calls.
@@ -210,8 +195,9 @@ bool start_child(Child& child, std::string* error) {
   child.pid = pid;
   for (int i = 0; i < 2; ++i) {
     child.streams[i].fd = pipes[i][0];
-    if (!spec.label.empty())
-      child.streams[i].prefix = spec.label + (i ? "<stderr>: " : "<stdout>: ");
+    const std::string prefix =
+        spec.label.empty() ? "" : spec.label + (i ? "<stderr>: " : "<stdout>: ");
+    child.streams[i].lines = OutputLines(prefix, spec.mpirun_tags, spec.timestamps);
     child.streams[i].out_fd = child.file_fd >= 0 ? child.file_fd : (i == 0 ? 1 : 2);
   }
   return true;
@@ -525,10 +511,9 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
       ssize_t n = read(s.fd, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n > 0) {
-        s.pending.append(buf, static_cast<size_t>(n));
-        relay(s, false);
+        relay(s, std::string(buf, static_cast<size_t>(n)), false);
       } else {
-        relay(s, true);
+        relay(s, "", true);
         close(s.fd);
         s.fd = -1;
       }

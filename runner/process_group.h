@@ -18,6 +18,8 @@ struct ChildSpec {
   // (mpirun prefixes its own ranks' lines).
   std::string label;
   std::string output_file;  // if set, stdout+stderr go to this file instead
+  bool mpirun_tags = false;  // the child is `mpirun --tag-output` (runner/output_lines.h)
+  bool timestamps = false;   // each line starts with the local time (--prefix-output-with-timestamp)
 };
 
 struct JobResult {

@@ -126,6 +126,19 @@ std::optional<std::string> read_text(Setting setting, const Lookup& lookup) {
 
 bool is_set(Setting setting, const Lookup& lookup) { return find(setting, lookup).has_value(); }
 
+std::vector<std::string> no_effect_warnings(const Lookup& lookup) {
+  std::vector<std::string> lines;
+  for (const Entry& e : table()) {
+    if (e.scope != Scope::kNoEffect) continue;
+    const auto found = find(e.id, lookup);
+    // Set to what horovodcpp does anyway: nothing to say.
+    if (!found || (*e.default_value != '\0' && found->text == e.default_value)) continue;
+    lines.push_back(found->variable + "=" + found->text +
+                    " is accepted and has no effect: " + e.doc);
+  }
+  return lines;
+}
+
 // As Horovod's flags: a whole number, 0 off, more than 0 on.
 bool read_bool(Setting setting, const Lookup& lookup) {
   typed(setting, {Type::kBool});

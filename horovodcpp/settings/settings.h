@@ -43,6 +43,7 @@ enum class Setting {
   kShmSlotBytes,
   kGlooIface,
   kGlooFileStore,
+  kThreadAffinity,
   // Failures.
   kStallCheckTimeSeconds,
   kStallShutdownTimeSeconds,
@@ -67,12 +68,28 @@ enum class Setting {
   // Read by hvdrun itself.
   kElasticTimeout,
   kStartTimeout,
+  // Horovod's tuning knobs that horovodcpp accepts and does not act on.
+  kHierarchicalAllgather,
+  kTorusAllreduce,
+  kAutotuneGaussianProcessNoise,
+  kDisableGroupFusion,
+  kBatchD2dMemcopies,
+  kNumNcclStreams,
+  kEnableXlaOps,
+  kMpiThreadsDisable,
+  kAdasumMpiChunkSize,
+  kCclCache,
+  kDisableNvtxRanges,
+  kEnableAsyncCompletion,
 };
 
 enum class Type { kBool, kInt, kBytes, kSeconds, kMilliseconds, kString, kEnum };
 
 // Who reads the setting, and so where the docs list it.
-enum class Scope { kRank, kSetByHvdrun, kLauncher };
+// kNoEffect: Horovod's tuning knobs that job scripts set; accepted, and a
+// value other than the default (what horovodcpp does) gets one warning line
+// from rank 0 saying what horovodcpp does instead (the doc).
+enum class Scope { kRank, kSetByHvdrun, kLauncher, kNoEffect };
 
 struct Entry {
   Setting id;
@@ -117,6 +134,10 @@ double read_milliseconds(Setting setting, const Lookup& lookup = process_environ
 double read_seconds(Setting setting, const Lookup& lookup = process_environment());
 std::string read_string(Setting setting,
                         const Lookup& lookup = process_environment());  // kString, kEnum
+
+// One line per kNoEffect setting set to a value other than its default:
+// "HOROVOD_TORUS_ALLREDUCE=1 is accepted and has no effect: <doc>".
+std::vector<std::string> no_effect_warnings(const Lookup& lookup = process_environment());
 
 // A bound of the table as errors and docs show it: "65535", "1e+15".
 std::string number_str(double value);

@@ -115,13 +115,21 @@ std::string help_text() {
          "Set by hvdrun for every rank (Gloo mode; hvdrun also sets HOROVOD_RANK, ...,\n"
          "HOROVOD_HOSTNAME for scripts that shard their data before init()):\n" +
          help_entries(Scope::kSetByHvdrun) + "Environment read by hvdrun:\n" +
-         help_entries(Scope::kLauncher);
+         help_entries(Scope::kLauncher) +
+         "Horovod's knobs accepted with no effect (rank 0 warns once, saying what\n"
+         "horovodcpp does instead, when one is set to another value than the default):\n" +
+         help_entries(Scope::kNoEffect);
 }
 
 std::string markdown() {
   return "### Read by the ranks\n\n" + markdown_table(Scope::kRank) +
          "\n### Set by hvdrun for every rank\n\n" + markdown_table(Scope::kSetByHvdrun) +
-         "\n### Read by hvdrun\n\n" + markdown_table(Scope::kLauncher);
+         "\n### Read by hvdrun\n\n" + markdown_table(Scope::kLauncher) +
+         "\n### Accepted from Horovod, no effect\n\nHorovod's tuning knobs that job scripts "
+         "set. Any value is accepted; one set to another value than the default (what "
+         "horovodcpp does) makes rank 0 log one warning line at `init()` saying what "
+         "horovodcpp does instead (the meaning column).\n\n" +
+         markdown_table(Scope::kNoEffect);
 }
 
 }  // namespace settings

@@ -18,7 +18,8 @@ using S = Setting;
 using T = Type;
 
 std::vector<Entry> build() {
-  const Scope rank = Scope::kRank, hvdrun = Scope::kSetByHvdrun, launcher = Scope::kLauncher;
+  const Scope rank = Scope::kRank, hvdrun = Scope::kSetByHvdrun, launcher = Scope::kLauncher,
+              no_effect = Scope::kNoEffect;
   std::vector<Entry> t = {
       {S::kCycleTime, "CYCLE_TIME", kHorovod, T::kMilliseconds, rank, "1", 0, 1e6, "",
        "the pace of negotiation cycles: submissions gather for up to this long, so that a "
@@ -64,11 +65,10 @@ std::vector<Entry> build() {
        "the least severe messages logged (fatal logs as error); every line carries the rank",
        "Any case, as in Horovod (horovodrun passes `DEBUG`). Unlike other settings, an unknown "
        "value is not an error: it logs at `warning` and says so once"},
-      {S::kLogHideTime, "LOG_HIDE_TIME", kHorovod, T::kBool, rank, "1", 0, 0, "",
-       "0: every log line carries the local time (to the microsecond)",
-       "Horovod shows it by default; here the launcher's and scheduler's logs already time the "
-       "output, and lines without it are easier to compare. A malformed value is reported once "
-       "and the default kept (logging cannot fail)"},
+      {S::kLogHideTime, "LOG_HIDE_TIME", kHorovod, T::kBool, rank, "0", 0, 0, "",
+       "1: log lines without the local time (by default each carries it, to the microsecond, "
+       "as Horovod's do)",
+       "A malformed value is reported once and the default kept (logging cannot fail)"},
       {S::kTimeline, "TIMELINE", kHorovod, T::kString, rank, "", 0, 0, "",
        "rank 0 writes a Chrome-trace timeline to this file; DYNAMIC: no file until "
        "start_timeline()",
@@ -120,6 +120,12 @@ std::vector<Entry> build() {
       {S::kGlooFileStore, "GLOO_FILE_STORE", kOurs, T::kString, rank, "", 0, 0, "",
        "Gloo without hvdrun: a directory the ranks of one host meet in (with HOROVODCPP_RANK ... "
        "_CROSS_SIZE)"},
+
+      {S::kThreadAffinity, "THREAD_AFFINITY", kHorovod, T::kString, rank, "", 0, 0, "",
+       "CPU ids separated by commas, one per rank of the host: local rank i pins its "
+       "coordinator threads to the i-th",
+       "Horovod's format and meaning (its background thread). Fewer ids than ranks on the "
+       "host, or a malformed id, fails `init()` with `hvd::InvalidArgument`"},
 
       {S::kStallCheckTimeSeconds, "STALL_CHECK_TIME_SECONDS", kHorovod, T::kSeconds, rank, "60", 0,
        kMaxSeconds, "",
@@ -190,6 +196,38 @@ std::vector<Entry> build() {
       {S::kStartTimeout, "START_TIMEOUT", kHorovod, T::kInt, launcher, "30", 1, kIntMax, "",
        "seconds a remote host has to answer before the job starts (default for "
        "--start-timeout)"},
+
+      // What each knob does in Horovod, and what horovodcpp does instead.
+      {S::kHierarchicalAllgather, "HIERARCHICAL_ALLGATHER", kHorovod, T::kString, no_effect, "0",
+       0, 0, "",
+       "allgather is not hierarchical here; inside a host it goes through shared memory"},
+      {S::kTorusAllreduce, "TORUS_ALLREDUCE", kHorovod, T::kString, no_effect, "0", 0, 0, "",
+       "there is no 2D torus allreduce; CUDA allreduce is flat NCCL or hierarchical "
+       "(HOROVODCPP_HIERARCHICAL_ALLREDUCE)"},
+      {S::kAutotuneGaussianProcessNoise, "AUTOTUNE_GAUSSIAN_PROCESS_NOISE", kHorovod, T::kString,
+       no_effect, "", 0, 0, "",
+       "the autotuner sweeps each parameter in turn; it has no Gaussian process"},
+      {S::kDisableGroupFusion, "DISABLE_GROUP_FUSION", kHorovod, T::kString, no_effect, "1", 0, 0,
+       "", "a group's tensors fuse with each other, never with tensors outside the group"},
+      {S::kBatchD2dMemcopies, "BATCH_D2D_MEMCOPIES", kHorovod, T::kString, no_effect, "1", 0, 0,
+       "", "copies of CUDA tensors into and out of the fusion buffer are always one batched kernel"},
+      {S::kNumNcclStreams, "NUM_NCCL_STREAMS", kHorovod, T::kString, no_effect, "1", 0, 0, "",
+       "NCCL runs on one stream per GPU"},
+      {S::kEnableXlaOps, "ENABLE_XLA_OPS", kHorovod, T::kString, no_effect, "0", 0, 0, "",
+       "there are no XLA kernels; functions compiled with XLA run the collectives outside it"},
+      {S::kMpiThreadsDisable, "MPI_THREADS_DISABLE", kHorovod, T::kString, no_effect, "0", 0, 0,
+       "",
+       "MPI is initialized with MPI_THREAD_MULTIPLE (at least SERIALIZED is needed: the "
+       "coordinator and waiting threads call MPI, one at a time)"},
+      {S::kAdasumMpiChunkSize, "ADASUM_MPI_CHUNK_SIZE", kHorovod, T::kString, no_effect, "", 0, 0,
+       "", "Adasum sends each level's vectors whole"},
+      {S::kCclCache, "CCL_CACHE", kHorovod, T::kString, no_effect, "", 0, 0, "",
+       "there is no oneCCL backend"},
+      {S::kDisableNvtxRanges, "DISABLE_NVTX_RANGES", kHorovod, T::kString, no_effect, "1", 0, 0,
+       "", "no NVTX ranges are emitted; the timeline shows each operation's phases"},
+      {S::kEnableAsyncCompletion, "ENABLE_ASYNC_COMPLETION", kHorovod, T::kString, no_effect, "1",
+       0, 0, "",
+       "CUDA collectives always complete asynchronously (the caller's stream waits for them)"},
   };
   return t;
 }

@@ -24,11 +24,14 @@
 //           alive MS milliseconds before exiting 3, as a process that
 //           catches the error and goes on would: peers must not need its exit.
 // --tag:    ignored; a unique marker the tests find leftover processes by.
+// After init every rank also prints "fault_worker rank R coordinator CPUs L"
+// (L: Cpus_allowed_list of its thread named hvd-coordinator).
 // On success every rank prints one line:
 //   "fault_worker rank R of N host H result X ok netns net:[INODE]"
 // (X == N*(N+1)/2; H: HOROVODCPP_HOSTNAME, else gethostname; the network
 // namespace tells the two-host test where the rank really ran)
 // and exits 0; a wrong result prints "... WRONG" and exits 2.
+#include <dirent.h>
 #include <horovodcpp/horovodcpp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -39,6 +42,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +59,25 @@ struct Flags {
   int linger_ms = 0;
   int busy_rank = -1, busy_at = 0, busy_ms = 0;
 };
+
+// The CPUs the coordinator thread may run on, as /proc lists them.
+std::string coordinator_cpus() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (!tasks) return "?";
+  std::string cpus = "none";
+  while (dirent* task = readdir(tasks)) {
+    const std::string dir = std::string("/proc/self/task/") + task->d_name;
+    std::ifstream comm(dir + "/comm");
+    std::string name;
+    if (!std::getline(comm, name) || name != "hvd-coordinator") continue;
+    std::ifstream status(dir + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Cpus_allowed_list:", 0) == 0) cpus = line.substr(line.find_last_of("\t ") + 1);
+    }
+  }
+  closedir(tasks);
+  return cpus;
+}
 
 double unix_time() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -121,6 +144,7 @@ int main(int argc, char** argv) {
     const char* listed = std::getenv("HOROVODCPP_HOSTNAME");
     std::string where = listed ? listed : host;
     std::printf("fault_worker rank %d pid %d\n", rank, static_cast<int>(getpid()));
+    std::printf("fault_worker rank %d coordinator CPUs %s\n", rank, coordinator_cpus().c_str());
     std::fflush(stdout);
     std::vector<std::vector<float>> tensors(
         static_cast<std::size_t>(f.tensors),

@@ -11,6 +11,15 @@
 #   version, -cb  print and exit 0
 #   jsrun         fails at once, exit 2, with one line saying why
 #   elastic       --min-np runs the job (Gloo); with --mpi it fails at once as jsrun
+#   tuning knobs  Horovod's tuning flags and HOROVOD_* knobs that horovodcpp does
+#                 not act on: the job runs, rank 0 says once per knob what
+#                 happens instead, no other rank says it
+#   affinity      --thread-affinity pins each rank's coordinator thread to its
+#                 CPU; a list too short for the host fails every rank at init
+#   output        lines written in pieces (text, then its newline) come out
+#                 whole with the rank tag first and once, in Gloo mode and
+#                 through mpirun --tag-output (MPI mode, where mpirun exists);
+#                 --prefix-output-with-timestamp puts the time first
 #
 # usage: horovod_compat.sh HVDRUN FAULT_WORKER
 # Prints one line per case and "N passed, M failed"; exits 1 if any failed.
@@ -108,6 +117,66 @@ if [ "$STATUS" -eq 2 ] &&
   pass "elastic with --mpi"
 else
   fail "elastic with --mpi" "exit $STATUS"
+fi
+
+# -- tuning knobs ---------------------------------------------------------------
+run env HOROVOD_CCL_CACHE=1 HOROVOD_BATCH_D2D_MEMCOPIES=1 "$HVDRUN" -np 2 --gloo \
+  --torus-allreduce --hierarchical-allgather --num-nccl-streams 2 --mpi-threads-disable \
+  --autotune-gaussian-process-noise 0.5 "$WORKER" --iters 2
+knobs=$(grep -c 'is accepted and has no effect: ' "$WORK/out")
+from_rank0=$(grep -c '\[horovodcpp 0\] .*WARNING: HOROVOD[A-Z_]*=[^ ]* is accepted and has no effect: ' "$WORK/out")
+if [ "$STATUS" -eq 0 ] && [ "$knobs" -eq 6 ] && [ "$from_rank0" -eq 6 ] &&
+   grep -q 'HOROVODCPP_TORUS_ALLREDUCE=1 is accepted and has no effect: there is no 2D torus' "$WORK/out" &&
+   grep -q 'HOROVOD_CCL_CACHE=1 is accepted' "$WORK/out" &&
+   ! grep -q 'BATCH_D2D_MEMCOPIES' "$WORK/out" &&
+   [ "$(grep -c 'result 3 ok' "$WORK/out")" -eq 2 ]; then
+  pass "tuning knobs"
+else
+  fail "tuning knobs" "exit $STATUS; $knobs knob lines, $from_rank0 from rank 0 (expected 6 and 6)"
+fi
+
+# -- affinity -------------------------------------------------------------------
+cpus=($(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status | tr ',' '\n' |
+        while IFS=- read -r lo hi; do seq "$lo" "${hi:-$lo}"; done))
+first=${cpus[0]}
+last=${cpus[${#cpus[@]}-1]}
+run "$HVDRUN" -np 2 --gloo --thread-affinity "$last,$first" "$WORKER" --iters 1
+if [ "$STATUS" -eq 0 ] && grep -q "rank 0 coordinator CPUs $last\$" "$WORK/out" &&
+   grep -q "rank 1 coordinator CPUs $first\$" "$WORK/out"; then
+  pass "affinity"
+else
+  fail "affinity" "exit $STATUS; expected rank 0 on CPU $last, rank 1 on CPU $first"
+fi
+run "$HVDRUN" -np 2 --gloo --thread-affinity "$first" "$WORKER" --iters 1
+if [ "$STATUS" -ne 0 ] && [ "$(grep -c "names 1 CPU(s) for the 2 ranks of this host" "$WORK/out")" -ge 2 ]; then
+  pass "affinity too short"
+else
+  fail "affinity too short" "exit $STATUS; expected the error on both ranks"
+fi
+
+# -- output ---------------------------------------------------------------------
+pieces='printf "epoch 1"; sleep 0.2; printf " acc=0.9"; sleep 0.2; printf "\n"'
+run "$HVDRUN" -np 2 --gloo sh -c "$pieces"
+if [ "$STATUS" -eq 0 ] && [ "$(grep -cx '\[[01]\]<stdout>: epoch 1 acc=0.9' "$WORK/out")" -eq 2 ]; then
+  pass "output in pieces (Gloo mode)"
+else
+  fail "output in pieces (Gloo mode)" "exit $STATUS"
+fi
+if command -v mpirun >/dev/null; then
+  run "$HVDRUN" -np 2 --mpi sh -c "$pieces"
+  if [ "$STATUS" -eq 0 ] && [ "$(grep -cx '\[1,[01]\]<stdout>:epoch 1 acc=0.9' "$WORK/out")" -eq 2 ] &&
+     ! grep -q '.\[1,[01]\]<' "$WORK/out"; then
+    pass "output in pieces (MPI mode)"
+  else
+    fail "output in pieces (MPI mode)" "exit $STATUS; expected two whole lines, each tag first"
+  fi
+fi
+run "$HVDRUN" -np 2 --gloo --prefix-output-with-timestamp sh -c 'echo hi'
+stamp='[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}'
+if [ "$STATUS" -eq 0 ] && [ "$(grep -Ecx "$stamp\[[01]\]<stdout>: hi" "$WORK/out")" -eq 2 ]; then
+  pass "output timestamps"
+else
+  fail "output timestamps" "exit $STATUS"
 fi
 
 echo "$PASSED passed, $FAILED failed"

@@ -130,7 +130,7 @@ TEST(Options, EveryHorovodrunFlagIsKnown) {
         "--verbose", "--config-file", "-p", "--ssh-port", "-i", "--ssh-identity-file",
         "--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity", "--hierarchical-allreduce",
         "--no-hierarchical-allreduce", "--hierarchical-allgather", "--no-hierarchical-allgather",
-        "--autotune", "--no-autotune", "--autotune-log-file", "--autotune-warmup-samples",
+        "--torus-allreduce", "--no-torus-allreduce", "--autotune", "--no-autotune", "--autotune-log-file", "--autotune-warmup-samples",
         "--autotune-steps-per-sample", "--autotune-bayes-opt-max-samples",
         "--autotune-gaussian-process-noise", "--min-np", "--min-num-proc", "--max-np",
         "--max-num-proc", "--slots-per-host", "--elastic-timeout", "--reset-limit",
@@ -155,7 +155,7 @@ TEST(Options, HorovodrunSettingFlagsSetTheRanksVariables) {
        "--timeline-mark-cycles", "--no-stall-check", "--stall-check-warning-time-seconds", "4",
        "--stall-check-shutdown-time-seconds", "9", "--no-mpi-threads-disable",
        "--num-nccl-streams", "1", "--gloo-timeout-seconds", "45", "--log-level", "TRACE",
-       "--log-with-timestamp", "--tcp", "--disable-cache", "cmd"});
+       "--log-with-timestamp", "--tcp", "--disable-cache", "--thread-affinity", "2,3", "cmd"});
   std::map<std::string, std::string> expected = {
       {"HOROVODCPP_HIERARCHICAL_ALLREDUCE", "1"},
       {"HOROVODCPP_AUTOTUNE", "1"},
@@ -170,6 +170,10 @@ TEST(Options, HorovodrunSettingFlagsSetTheRanksVariables) {
       {"HOROVODCPP_GLOO_TIMEOUT_SECONDS", "45"},
       {"HOROVODCPP_LOG_LEVEL", "trace"},
       {"HOROVODCPP_LOG_HIDE_TIME", "0"},
+      {"HOROVODCPP_HIERARCHICAL_ALLGATHER", "0"},
+      {"HOROVODCPP_MPI_THREADS_DISABLE", "0"},
+      {"HOROVODCPP_NUM_NCCL_STREAMS", "1"},
+      {"HOROVODCPP_THREAD_AFFINITY", "2,3"},
       {"NCCL_IB_DISABLE", "1"},
   };
   EXPECT_EQ(o.rank_settings, expected);
@@ -205,24 +209,36 @@ TEST(Options, FlagsWithoutTheFeatureFailWithTheReason) {
   EXPECT_EQ(usage_message({"-np", "2", "--jsrun", "cmd"}),
             "--jsrun is not supported: hvdrun launches through mpirun (--mpi) or by itself "
             "(--gloo); under LSF give the hosts with -H or --hostfile");
-  EXPECT_EQ(usage_message({"-np", "2", "--hierarchical-allgather", "cmd"}),
-            "--hierarchical-allgather is not supported: allgather is not hierarchical in "
-            "horovodcpp (allreduce is: --hierarchical-allreduce)");
-  EXPECT_EQ(usage_message({"-np", "2", "--mpi-threads-disable", "cmd"}),
-            "--mpi-threads-disable is not supported: horovodcpp calls MPI from its background "
-            "thread, which needs MPI_THREAD_SERIALIZED or more");
-  EXPECT_EQ(usage_message({"-np", "2", "--num-nccl-streams", "2", "cmd"}),
-            "--num-nccl-streams is not supported with 2: horovodcpp runs NCCL on one stream per "
-            "GPU (only 1 is accepted)");
-  EXPECT_EQ(usage_message({"-np", "2", "--thread-affinity", "3", "cmd"}),
-            "--thread-affinity is not supported: horovodcpp does not pin its background thread "
-            "(pin the whole rank with numactl or taskset in the command)");
-  EXPECT_EQ(usage_message({"-np", "2", "--autotune-gaussian-process-noise", "0.8", "cmd"}),
-            "--autotune-gaussian-process-noise is not supported: horovodcpp's autotuner sweeps "
-            "each parameter; it has no Gaussian process");
-  EXPECT_EQ(usage_message({"-np", "2", "-prefix-timestamp", "cmd"}),
-            "-prefix-timestamp is not supported: hvdrun prefixes output lines with the rank, not "
-            "yet with the time");
+}
+
+// Horovod's tuning flags horovodcpp does not act on set their variable, as
+// horovodrun does; rank 0 then says once what horovodcpp does instead
+// (settings::no_effect_warnings). The job runs.
+TEST(Options, TuningFlagsWithoutEffectAreAcceptedAndForwarded) {
+  Options o = parse_options({"-np", "2", "--hierarchical-allgather", "--torus-allreduce",
+                             "--mpi-threads-disable", "--num-nccl-streams", "2",
+                             "--autotune-gaussian-process-noise", "0.8", "cmd"});
+  const std::map<std::string, std::string> expected = {
+      {"HOROVODCPP_HIERARCHICAL_ALLGATHER", "1"},
+      {"HOROVODCPP_TORUS_ALLREDUCE", "1"},
+      {"HOROVODCPP_MPI_THREADS_DISABLE", "1"},
+      {"HOROVODCPP_NUM_NCCL_STREAMS", "2"},
+      {"HOROVODCPP_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0.8"},
+  };
+  EXPECT_EQ(o.rank_settings, expected);
+  EXPECT_EQ(parse_options({"-np", "2", "--no-torus-allreduce", "cmd"})
+                .rank_settings.at("HOROVODCPP_TORUS_ALLREDUCE"),
+            "0");
+  EXPECT_EQ(usage_message({"-np", "2", "--torus-allreduce", "--no-torus-allreduce", "cmd"}),
+            "choose one of --torus-allreduce and --no-torus-allreduce, not both");
+  EXPECT_EQ(usage_message({"-np", "2", "--thread-affinity", "1,x", "cmd"}),
+            "--thread-affinity expects an integer, got 'x'");
+}
+
+TEST(Options, OutputTimestamps) {
+  EXPECT_FALSE(parse_options({"-np", "2", "cmd"}).prefix_timestamp);
+  EXPECT_TRUE(parse_options({"-np", "2", "-prefix-timestamp", "cmd"}).prefix_timestamp);
+  EXPECT_TRUE(parse_options({"-np", "2", "--prefix-output-with-timestamp", "cmd"}).prefix_timestamp);
 }
 
 TEST(Options, ElasticFlags) {
@@ -364,6 +380,7 @@ TEST(Options, HorovodConfigFile) {
       "  cache_capacity: 512\n"
       "  hierarchical_allreduce: false\n"
       "  hierarchical_allgather: false\n"
+      "  torus_allreduce: true\n"
       "autotune:\n"
       "  enabled: true\n"
       "  log_file: /tmp/tune.csv\n"
@@ -380,6 +397,7 @@ TEST(Options, HorovodConfigFile) {
       "library_options:\n"
       "  mpi_threads_disable: false\n"
       "  num_nccl_streams: 1\n"
+      "  thread_affinity: 0\n"
       "  gloo_timeout_seconds: 50\n"
       "logging:\n"
       "  level: INFO\n"
@@ -392,6 +410,11 @@ TEST(Options, HorovodConfigFile) {
       {"HOROVODCPP_CYCLE_TIME", "3"},
       {"HOROVODCPP_CACHE_CAPACITY", "512"},
       {"HOROVODCPP_HIERARCHICAL_ALLREDUCE", "0"},
+      {"HOROVODCPP_HIERARCHICAL_ALLGATHER", "0"},
+      {"HOROVODCPP_TORUS_ALLREDUCE", "1"},
+      {"HOROVODCPP_MPI_THREADS_DISABLE", "0"},
+      {"HOROVODCPP_NUM_NCCL_STREAMS", "1"},
+      {"HOROVODCPP_THREAD_AFFINITY", "0"},
       {"HOROVODCPP_AUTOTUNE", "1"},
       {"HOROVODCPP_AUTOTUNE_LOG", "/tmp/tune.csv"},
       {"HOROVODCPP_AUTOTUNE_WARMUP_SAMPLES", "2"},
@@ -440,9 +463,8 @@ TEST(Options, ConfigFileErrors) {
   EXPECT_EQ(error_of("controller: jsrun\n"), "1: controller must be one of mpi, gloo; got 'jsrun'");
   EXPECT_EQ(error_of("stall_check:\n  enabled: maybe\n"),
             "2: stall_check.enabled must be one of true, false; got 'maybe'");
-  EXPECT_EQ(error_of("params:\n  hierarchical_allgather: true\n"),
-            "2: params.hierarchical_allgather is not supported: allgather is not hierarchical in "
-            "horovodcpp (allreduce is: --hierarchical-allreduce)");
+  EXPECT_EQ(error_of("library_options:\n  thread_affinity: 0,-1\n"),
+            "2: library_options.thread_affinity must be at least 0, got -1");
   EXPECT_EQ(error_of("a:\n\tb: 1\n"), "2: tabs are not allowed for indentation in YAML");
   // Empty sections and null values leave everything alone, as in Horovod.
   EXPECT_EQ(error_of("params:\nlogging:\n  level: ~\n"), "<no UsageError>");

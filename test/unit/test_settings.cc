@@ -199,6 +199,44 @@ TEST(SettingsDoc, HelpAndMarkdownListEverySetting) {
   EXPECT_EQ(md.find("`HOROVOD_SHM`"), std::string::npos);  // Horovod has no such setting
 }
 
+// Horovod's knobs horovodcpp does not act on: accepted under either name,
+// and one line each, saying what happens instead, unless the value is what
+// horovodcpp does anyway.
+TEST(SettingsNoEffect, OneLineForEachKnobSetToSomethingElse) {
+  EXPECT_TRUE(no_effect_warnings(Env().lookup()).empty());
+  Env env;
+  env.set("HOROVOD_TORUS_ALLREDUCE", "1")
+      .set("HOROVODCPP_NUM_NCCL_STREAMS", "4")
+      .set("HOROVOD_BATCH_D2D_MEMCOPIES", "1")  // what horovodcpp does: no line
+      .set("HOROVOD_CCL_CACHE", "0");           // no default: any value is a line
+  const std::vector<std::string> lines = no_effect_warnings(env.lookup());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0],
+            "HOROVOD_TORUS_ALLREDUCE=1 is accepted and has no effect: there is no 2D torus "
+            "allreduce; CUDA allreduce is flat NCCL or hierarchical "
+            "(HOROVODCPP_HIERARCHICAL_ALLREDUCE)");
+  EXPECT_EQ(lines[1].rfind("HOROVODCPP_NUM_NCCL_STREAMS=4 is accepted and has no effect: ", 0),
+            0u);
+  EXPECT_EQ(lines[2].rfind("HOROVOD_CCL_CACHE=0 is accepted", 0), 0u);
+}
+
+TEST(SettingsNoEffect, EveryKnobHorovodDocumentsIsInTheTable) {
+  std::size_t count = 0;
+  for (const char* name :
+       {"HIERARCHICAL_ALLGATHER", "TORUS_ALLREDUCE", "AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
+        "DISABLE_GROUP_FUSION", "BATCH_D2D_MEMCOPIES", "NUM_NCCL_STREAMS", "ENABLE_XLA_OPS",
+        "MPI_THREADS_DISABLE", "ADASUM_MPI_CHUNK_SIZE", "CCL_CACHE", "DISABLE_NVTX_RANGES",
+        "ENABLE_ASYNC_COMPLETION"}) {
+    for (const Entry& e : table()) {
+      if (std::string(e.name) != name) continue;
+      EXPECT_EQ(e.scope, Scope::kNoEffect) << name;
+      EXPECT_TRUE(e.horovod_has) << name;
+      ++count;
+    }
+  }
+  EXPECT_EQ(count, 12u);
+}
+
 }  // namespace
 }  // namespace settings
 }  // namespace hvd

@@ -26,15 +26,15 @@ const char* level_name(LogLevel level) {
   return "?";
 }
 
-// As Horovod's HOROVOD_LOG_HIDE_TIME, but hidden when unset. Logging cannot
-// fail: a malformed value is reported and the default kept.
+// As Horovod's HOROVOD_LOG_HIDE_TIME. Logging cannot fail: a malformed
+// value is reported and the default (shown) kept.
 bool show_time() {
   static const bool show = [] {
     try {
       return !settings::read_bool(settings::Setting::kLogHideTime);
     } catch (const InvalidArgument& e) {
-      std::fprintf(stderr, "[horovodcpp] WARNING: %s; hiding the time\n", e.what());
-      return false;
+      std::fprintf(stderr, "[horovodcpp] WARNING: %s; showing the time\n", e.what());
+      return true;
     }
   }();
   return show;

@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "core/diagnostics/logging.h"
+#include "core/runtime/thread_affinity.h"
 #include "core/runtime/usable_cpus.h"
 #include "settings/settings.h"
 
@@ -100,7 +101,8 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
       table_(controller.topology().size),
       stall_inspector_(settings.stall),
       cycle_time_(settings.cycle_time),
-      idle_spin_(settings.idle_spin.value_or(default_idle_spin(controller.topology()))) {
+      idle_spin_(settings.idle_spin.value_or(default_idle_spin(controller.topology()))),
+      thread_cpu_(settings.thread_cpu) {
   queue_.wakeup()->set_wait_spin(idle_spin_);
   queue_.set_urgent_bytes(settings.fusion_threshold);
   if (settings.cache_capacity > 0) {
@@ -118,6 +120,9 @@ Coordinator::~Coordinator() { stop(); }
 void Coordinator::start() {
   queue_.wakeup()->set_helper([this](const std::function<bool()>& done) { return help(done); });
   thread_ = std::thread([this] { loop(); });
+  // Named for top -H, gdb and /proc/PID/task/*/comm.
+  pthread_setname_np(thread_.native_handle(), "hvd-coordinator");
+  if (thread_cpu_) pin_thread(thread_, *thread_cpu_);
 }
 
 void Coordinator::stop() {

@@ -38,6 +38,9 @@ struct CoordinatorSettings {
   std::size_t cache_capacity = 0;          // CACHE_CAPACITY: response cache entries; 0: none
   StallSettings stall;
   AutotuneSettings autotune;
+  // THREAD_AFFINITY: the CPU this rank's coordinator threads run on (set
+  // by the Runtime, which knows the local rank); nullopt: not pinned.
+  std::optional<int> thread_cpu;
 
   // InvalidArgument on a malformed or out-of-range value.
   static CoordinatorSettings read();
@@ -105,6 +108,7 @@ class Coordinator {
   bool join_pending_ = false;  // this rank is in join(), waiting for the others
   std::chrono::microseconds cycle_time_;
   std::chrono::microseconds idle_spin_;
+  std::optional<int> thread_cpu_;
   std::chrono::steady_clock::time_point cycle_start_;  // of the last cycle
   // The last cycle brought nothing new from this rank and ran nothing.
   bool idle_cycle_ = false;

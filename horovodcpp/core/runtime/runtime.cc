@@ -6,6 +6,7 @@
 #include "core/diagnostics/logging.h"
 #include "core/process_sets/process_set_rules.h"
 #include "core/runtime/elastic_worker.h"
+#include "core/runtime/thread_affinity.h"
 #include "settings/settings.h"
 
 namespace hvd {
@@ -50,8 +51,10 @@ Runtime::Runtime(BackendFactory backends, const std::vector<std::vector<int>>& p
   homogeneous_ = agree_homogeneous(*transport.controller);
   const Topology& job = transport.controller->topology();
   set_log_rank(job.rank);
+  coordinator_settings_.thread_cpu = thread_affinity_from_settings(job.local_rank, job.local_size);
   hvdrun_ = HvdrunLink::connect(job.rank);
   if (job.rank == 0) {
+    for (const std::string& line : settings::no_effect_warnings()) HVD_LOG(Warning) << line;
     // "DYNAMIC" (Horovod's word): no file until start_timeline() names one.
     const std::string path = settings::read_string(Setting::kTimeline);
     if (!path.empty() && path != "DYNAMIC") {

@@ -90,7 +90,7 @@ class Runtime {
   BackendFactory backends_;
   std::string transport_name_;
   // Read once at init, shared by every process set's coordinator.
-  const CoordinatorSettings coordinator_settings_;
+  CoordinatorSettings coordinator_settings_;  // thread_cpu set once the local rank is known
   bool homogeneous_ = true;
   Timeline timeline_;  // outlives the coordinators, which write to it
   std::unique_ptr<HvdrunLink> hvdrun_;  // likewise; null without hvdrun

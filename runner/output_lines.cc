@@ -1,0 +1,123 @@
+#include "runner/output_lines.h"
+
+#include <cctype>
+#include <ctime>
+
+namespace hvdrun {
+namespace {
+
+// "[digits,digits]<word>:" at `at`; its length, or 0.
+std::size_t tag_length_at(const std::string& text, std::size_t at) {
+  std::size_t i = at;
+  const auto digits = [&] {
+    const std::size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    return i > start;
+  };
+  if (i >= text.size() || text[i++] != '[' || !digits()) return 0;
+  if (i >= text.size() || text[i++] != ',' || !digits()) return 0;
+  if (i + 1 >= text.size() || text[i] != ']' || text[i + 1] != '<') return 0;
+  i += 2;
+  const std::size_t word = i;
+  while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == word || i + 1 >= text.size() || text[i] != '>' || text[i + 1] != ':') return 0;
+  return i + 2 - at;
+}
+
+std::string local_time() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[64];
+  const std::size_t n = std::strftime(text, sizeof text, "%a %b %d %H:%M:%S %Y", &local);
+  return std::string(text, n);
+}
+
+}  // namespace
+
+std::size_t find_mpirun_tag(const std::string& text, std::size_t from, std::size_t* length) {
+  for (std::size_t at = text.find('[', from); at != std::string::npos;
+       at = text.find('[', at + 1)) {
+    if (const std::size_t n = tag_length_at(text, at)) {
+      *length = n;
+      return at;
+    }
+  }
+  return std::string::npos;
+}
+
+OutputLines::OutputLines(std::string prefix, bool mpirun_tags, bool timestamps)
+    : prefix_(std::move(prefix)), mpirun_tags_(mpirun_tags), timestamps_(timestamps) {}
+
+void OutputLines::emit(const std::string& tag, const std::string& text, std::string& out,
+                       const std::function<void(const std::string&)>* seen) const {
+  if (timestamps_) out += local_time();
+  out += prefix_ + tag + text + "\n";
+  if (seen && *seen) (*seen)(text);
+}
+
+std::string OutputLines::feed(const std::string& bytes, bool at_end,
+                              const std::function<void(const std::string&)>* seen) {
+  raw_ += bytes;
+  std::string out;
+  if (mpirun_tags_) {
+    feed_tagged(at_end, out, seen);
+    return out;
+  }
+  std::size_t start = 0, nl;
+  while ((nl = raw_.find('\n', start)) != std::string::npos) {
+    emit("", raw_.substr(start, nl - start), out, seen);
+    start = nl + 1;
+  }
+  raw_.erase(0, start);
+  if (!raw_.empty() && (at_end || raw_.size() > kMaxHeldBytes)) {
+    emit("", raw_, out, seen);
+    raw_.clear();
+  }
+  return out;
+}
+
+// Each tag starts a piece of that rank's output, which runs to its newline
+// (the line is complete) or to the next tag (more of it comes later). Text
+// before any tag is mpirun's own, a line like any other.
+void OutputLines::feed_tagged(bool at_end, std::string& out,
+                              const std::function<void(const std::string&)>* seen) {
+  std::size_t pos = 0;
+  while (pos < raw_.size()) {
+    std::size_t tag_length = 0;
+    std::string tag;
+    std::size_t text = pos;
+    if (std::size_t n = tag_length_at(raw_, pos)) {
+      tag = raw_.substr(pos, n);
+      text = pos + n;
+    }
+    const std::size_t nl = raw_.find('\n', text);
+    const std::size_t next = find_mpirun_tag(raw_, text, &tag_length);
+    std::string& piece = pieces_[tag];
+    if (nl != std::string::npos && (next == std::string::npos || nl < next)) {
+      emit(tag, piece + raw_.substr(text, nl - text), out, seen);
+      pieces_.erase(tag);
+      pos = nl + 1;
+    } else if (next != std::string::npos) {
+      piece += raw_.substr(text, next - text);
+      pos = next;
+    } else if (at_end || raw_.size() - pos > kMaxHeldBytes) {
+      piece += raw_.substr(text);
+      pos = raw_.size();
+    } else {
+      break;  // the piece (or its tag) may go on in the next read
+    }
+    if (pieces_.count(tag) && pieces_[tag].size() > kMaxHeldBytes) {
+      emit(tag, pieces_[tag], out, seen);
+      pieces_.erase(tag);
+    }
+  }
+  raw_.erase(0, pos);
+  if (!at_end) return;
+  for (const auto& [tag, piece] : pieces_) {
+    if (!piece.empty()) emit(tag, piece, out, seen);
+  }
+  pieces_.clear();
+}
+
+}  // namespace hvdrun

@@ -196,10 +196,18 @@ def test_broadcast_optimizer_state(kind):
             gathered = hvd.allgather_object(value.tolist() if torch.is_tensor(value) else value)
             assert all(g == gathered[0] for g in gathered), key
     assert len(optimizer.state) == len(list(model.parameters()))
+    # As in Horovod: a trainable parameter without a gradient then has a
+    # zero one (scripts read p.grad right after).
+    for p in model.parameters():
+        assert p.grad is not None
+        assert hvd.rank() == 0 or not p.grad.any()
 
-    fresh = make(make_model().parameters(), 0.5)  # the root has no state: nobody keeps any
+    fresh_model = make_model()
+    fresh_model[0].bias.requires_grad_(False)
+    fresh = make(fresh_model.parameters(), 0.5)  # the root has no state: nobody keeps any
     hvd.broadcast_optimizer_state(hvd.DistributedOptimizer(fresh), root_rank=0)
     assert len(fresh.state) == 0
+    assert [p.grad is None for p in fresh_model.parameters()] == [False, True, False, False]
 
 
 def test_broadcast_optimizer_state_with_parameters_without_gradients():

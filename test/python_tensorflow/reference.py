@@ -47,14 +47,18 @@ def gather_all(value):
     return hvd.allgather_object(value)
 
 
-def check_gradient(mode, make_input, distributed, reference, count=1, members=None):
+def check_gradient(mode, make_input, distributed, reference, count=1, members=None,
+                   horovod_factor=1.0):
     """Checks the outputs and input gradients of a differentiable collective.
 
     make_input(r, i): input i of rank r (float64); distributed(inputs) runs
     the collective here; reference(inputs of every member) returns every
     member's outputs computed locally. members: the global ranks taking
     part (default: every rank). The objective is the sum over members of
-    <weights_r, outputs_r>; this rank's input gradients must match.
+    <weights_r, outputs_r>; this rank's input gradients must be its exact
+    gradient times horovod_factor (Horovod's backward of allgather and
+    broadcast averages over the members: 1/members; reducescatter's scales
+    by the number of members).
     """
     members = list(range(hvd.size())) if members is None else list(members)
     me = members.index(hvd.rank())
@@ -71,7 +75,8 @@ def check_gradient(mode, make_input, distributed, reference, count=1, members=No
                        for r, outs in zip(members, all_outputs)]
         objective = sum(tf.reduce_sum(o * w) for outs, ws in zip(all_outputs, all_weights)
                         for o, w in zip(outs, ws))
-    expected = tape.gradient(objective, all_inputs[me])
+    expected = [None if g is None else g * horovod_factor
+                for g in tape.gradient(objective, all_inputs[me])]
 
     def local(inputs):
         with tf.GradientTape() as tape:

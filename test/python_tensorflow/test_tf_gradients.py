@@ -1,6 +1,8 @@
 """Gradients of the differentiable collectives against plain TensorFlow on
 one process that computes what every rank holds, eagerly and in
-tf.function: exact gradients of the sum of every rank's objective."""
+tf.function: the exact gradients of the sum of every rank's objective,
+scaled as Horovod's backward passes scale them (allgather and broadcast
+average over the ranks, reducescatter multiplies by their number)."""
 import pytest
 import tensorflow as tf
 
@@ -41,21 +43,23 @@ def test_grouped_allreduce_gradient(mode):
 def test_allgather_gradient(mode):
     check_gradient(mode, lambda r, i: rank_tensor(r, [r + 1, 2]),
                    lambda xs: hvd.allgather(xs[0]),
-                   lambda all_xs: [tf.concat([xs[0] for xs in all_xs], 0) for _ in all_xs])
+                   lambda all_xs: [tf.concat([xs[0] for xs in all_xs], 0) for _ in all_xs],
+                   horovod_factor=1.0 / hvd.size())
 
 
 def test_grouped_allgather_gradient(mode):
     check_gradient(mode, lambda r, i: rank_tensor(r, [r + 1 + i], seed=i),
                    lambda xs: hvd.grouped_allgather(xs),
                    lambda all_xs: [[tf.concat([xs[i] for xs in all_xs], 0) for i in range(2)]
-                                   for _ in all_xs], count=2)
+                                   for _ in all_xs], count=2, horovod_factor=1.0 / hvd.size())
 
 
 def test_broadcast_gradient(mode):
     root = hvd.size() - 1
     check_gradient(mode, lambda r, i: rank_tensor(r, [3]),
                    lambda xs: hvd.broadcast(xs[0], root),
-                   lambda all_xs: [all_xs[root][0] for _ in all_xs])
+                   lambda all_xs: [all_xs[root][0] for _ in all_xs],
+                   horovod_factor=1.0 / hvd.size())
 
 
 def test_alltoall_gradient(mode):
@@ -84,4 +88,5 @@ def test_reducescatter_gradient(mode, op):
         reduced = REDUCE[op](tf.stack([xs[0] for xs in all_xs]), 0) * 3.0
         return [reduced[s:s + k] for s, k in zip(starts, shares(rows))]
     check_gradient(mode, lambda r, i: rank_tensor(r, [rows, 2]),
-                   lambda xs: hvd.reducescatter(xs[0], op=op, postscale_factor=3.0), reference)
+                   lambda xs: hvd.reducescatter(xs[0], op=op, postscale_factor=3.0), reference,
+                   horovod_factor=hvd.size())

@@ -97,10 +97,11 @@ def test_gradients_on_a_process_set(mode, sets):
     check_gradient(mode, lambda r, i: rank_tensor(r, [r + 1, 2]),
                    lambda xs: hvd.allgather(xs[0], process_set=mine),
                    lambda all_xs: [tf.concat([xs[0] for xs in all_xs], 0) for _ in all_xs],
-                   members=members)
+                   members=members, horovod_factor=1.0 / len(members))
     check_gradient(mode, lambda r, i: rank_tensor(r, [3]),
                    lambda xs: hvd.broadcast(xs[0], members[0], process_set=mine),
-                   lambda all_xs: [all_xs[0][0] for _ in all_xs], members=members)
+                   lambda all_xs: [all_xs[0][0] for _ in all_xs], members=members,
+                   horovod_factor=1.0 / len(members))
     rows = 2 * len(members) + 1
     shares = [rows // len(members) + (1 if k < rows % len(members) else 0)
               for k in range(len(members))]
@@ -110,7 +111,7 @@ def test_gradients_on_a_process_set(mode, sets):
         return [total[sum(shares[:k]):sum(shares[:k + 1])] for k in range(len(members))]
     check_gradient(mode, lambda r, i: rank_tensor(r, [rows, 2]),
                    lambda xs: hvd.reducescatter(xs[0], op=hvd.Sum, process_set=mine),
-                   scattered, members=members)
+                   scattered, members=members, horovod_factor=len(members))
 
 
 def test_outsiders_and_unregistered_sets_are_refused(mode, sets):

@@ -10,21 +10,54 @@ rank 0 (a survivor) with sync(), and calls the function again. When hvdrun
 adds ranks, the next commit() (or check_host_updates()) raises
 HostsUpdatedInterrupt on every rank alike: the same, without the restore.
 """
+import enum
 import functools
+import threading
 
 from horovodcpp import _core
 from horovodcpp.common.basics import HorovodInternalError, InvalidArgumentError, MismatchError
+from horovodcpp.common.exceptions import HostsUpdatedInterrupt
 
 
-class HostsUpdatedInterrupt(RuntimeError):
-    """The job's membership changed (hvdrun added or removed ranks): every
-    rank resets and synchronizes its state, without restoring the last
-    commit. skip_sync is accepted as in Horovod; here state is always
-    synchronized after a reset, so that new ranks receive it."""
+class HostUpdateResult(enum.IntFlag):
+    """What a host update did (Horovod's flags)."""
+    no_update = 0
+    removed = 1
+    added = 2
+    mixed = removed | added
 
-    def __init__(self, skip_sync=False):
-        super().__init__("the job's hosts were updated")
-        self.skip_sync = skip_sync
+
+class WorkerNotificationManager(object):
+    """Horovod's hub of host-update notifications: the states of running
+    elastic functions listen, and handle_hosts_updated() tells them. Horovod
+    runs a service on each worker that its driver calls; here rank 0 asks
+    hvdrun's store at each commit instead, so init() starts nothing, and
+    handle_hosts_updated() is for code that learns of updates by itself."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._listeners = set()
+
+    def init(self, rendezvous_addr=None, rendezvous_port=None, nic=None, hostname=None,
+             local_rank=None):
+        del rendezvous_addr, rendezvous_port, nic, hostname, local_rank
+
+    def register_listener(self, listener):
+        with self._lock:
+            self._listeners.add(listener)
+
+    def remove_listener(self, listener):
+        with self._lock:
+            self._listeners.discard(listener)
+
+    def handle_hosts_updated(self, timestamp, update_res):
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener.on_hosts_updated(timestamp, update_res)
+
+
+notification_manager = WorkerNotificationManager()
 
 
 class State(object):
@@ -38,6 +71,8 @@ class State(object):
         self._bcast_object = bcast_object
         self._rank = get_rank
         self._reset_callbacks = []
+        self._host_messages = []  # (timestamp, HostUpdateResult), from on_hosts_updated
+        self._last_updated_timestamp = 0
 
     def register_reset_callbacks(self, callbacks):
         """Functions called after every reset (ranks added or removed), once
@@ -46,6 +81,7 @@ class State(object):
         self._reset_callbacks.extend(callbacks)
 
     def on_reset(self):
+        self._host_messages = []
         self.reset()
         for callback in self._reset_callbacks:
             callback()
@@ -57,15 +93,31 @@ class State(object):
         self.save()
         self.check_host_updates()
 
+    def on_hosts_updated(self, timestamp, update_res):
+        """A host update at `timestamp` (notification_manager calls it): the
+        next commit() or check_host_updates() raises HostsUpdatedInterrupt."""
+        self._host_messages.append((timestamp, update_res))
+
     def check_host_updates(self):
-        """Raises HostsUpdatedInterrupt on every rank when hvdrun has
-        published a new membership. Collective: rank 0 asks hvdrun's store
-        and broadcasts the answer, so that every rank raises alike."""
-        if not _core.elastic_enabled():
-            return
-        updated = _core.elastic_hosts_updated() if self._rank() == 0 else False
-        if self._bcast_object(updated):
-            raise HostsUpdatedInterrupt(False)
+        """Raises HostsUpdatedInterrupt when hvdrun has published a new
+        membership or on_hosts_updated() reported a newer update. In an
+        elastic job it is collective: rank 0 decides (it also asks hvdrun's
+        store) and broadcasts, so that every rank raises alike."""
+        previous = newest = self._last_updated_timestamp
+        update = HostUpdateResult.no_update
+        for timestamp, result in self._host_messages:
+            if timestamp > newest:
+                newest, update = timestamp, update | result
+        self._host_messages = []
+        if _core.elastic_enabled():
+            if self._rank() == 0 and _core.elastic_hosts_updated():
+                # hvdrun does not say whether hosts came or went.
+                newest, update = max(newest, previous + 1), HostUpdateResult.mixed
+            # Rank 0's view, so that ranks started later agree with it.
+            previous, newest, update = self._bcast_object((previous, newest, update))
+        self._last_updated_timestamp = newest
+        if newest > previous:
+            raise HostsUpdatedInterrupt(update == HostUpdateResult.removed)
 
     def save(self):
         """Saves the state in memory."""
@@ -123,17 +175,22 @@ def run_fn(func, reset):
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
-        while True:
-            try:
-                state.sync()
-                return func(state, *args, **kwargs)
-            except HorovodInternalError as e:
-                if not _recoverable(e):
-                    raise
-                state.restore()
-            except HostsUpdatedInterrupt:
-                pass
-            reset()
-            state.on_reset()
+        notification_manager.init()
+        notification_manager.register_listener(state)
+        try:
+            while True:
+                try:
+                    state.sync()
+                    return func(state, *args, **kwargs)
+                except HorovodInternalError as e:
+                    if not _recoverable(e):
+                        raise
+                    state.restore()
+                except HostsUpdatedInterrupt:
+                    pass
+                reset()
+                state.on_reset()
+        finally:
+            notification_manager.remove_listener(state)
 
     return wrapper

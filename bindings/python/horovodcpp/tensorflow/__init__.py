@@ -29,20 +29,23 @@ from horovodcpp.common.basics import (  # noqa: F401
     rocm_built, shutdown, size, start_timeline, stop_timeline)
 from horovodcpp.common.process_sets import (  # noqa: F401
     ProcessSet, add_process_set, global_process_set, remove_process_set)
-from horovodcpp.common.util import check_num_rank_power_of_2  # noqa: F401
+from horovodcpp.common.util import check_extension, split_list  # noqa: F401
+from horovodcpp.common.util import num_rank_is_power_2 as check_num_rank_power_of_2  # noqa: F401
 from horovodcpp.common.util import resolve_op as handle_average_backwards_compatibility  # noqa
 from horovodcpp.tensorflow import elastic  # noqa: F401  (hvd.elastic.run, ...)
 from horovodcpp.tensorflow.compression import Compression  # noqa: F401
 from horovodcpp.tensorflow.functions import (  # noqa: F401
-    allgather_object, broadcast_, broadcast_global_variables, broadcast_object,
-    broadcast_object_fn, broadcast_variables)
+    BroadcastGlobalVariablesHook, allgather_object, broadcast_, broadcast_global_variables,
+    broadcast_object, broadcast_object_fn, broadcast_variables)
 from horovodcpp.tensorflow.gradient_tape import (  # noqa: F401
     DistributedGradientTape, PartialDistributedGradientTape)
-from horovodcpp.tensorflow.mpi_ops import (  # noqa: F401
+from horovodcpp.tensorflow.mpi_ops import gpu_available  # noqa: F401
+from horovodcpp.tensorflow.kernels import (  # noqa: F401
     barrier, join, local_rank_op, local_size_op, process_set_included_op, rank_op, size_op)
 from horovodcpp.tensorflow.ops import (  # noqa: F401
     allgather, allreduce, alltoall, broadcast, grouped_allgather, grouped_allreduce,
     grouped_reducescatter, reducescatter)
 from horovodcpp.tensorflow.optimizer import DistributedOptimizer  # noqa: F401
 from horovodcpp.tensorflow.sync_batch_norm import SyncBatchNormalization  # noqa: F401
+from horovodcpp.tensorflow.util import _executing_eagerly, refs_to_vars, vars_to_refs  # noqa
 

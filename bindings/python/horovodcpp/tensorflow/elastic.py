@@ -16,7 +16,8 @@ import tensorflow as tf
 from horovodcpp.common.basics import HorovodInternalError, init, rank, shutdown
 from horovodcpp.common.elastic import (  # noqa: F401
     HostsUpdatedInterrupt, ObjectState, State, run_fn)
-from horovodcpp.tensorflow.functions import broadcast_object, broadcast_variables
+from horovodcpp.tensorflow.functions import (  # noqa: F401
+    broadcast_object, broadcast_object_fn, broadcast_variables)
 
 # How a horovodcpp failure reaches the caller through one of horovodcpp's
 # TensorFlow ops (eagerly or inside a tf.function): the error codes the ops

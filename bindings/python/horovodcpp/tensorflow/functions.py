@@ -9,12 +9,12 @@ import tensorflow as tf
 
 from horovodcpp import _core
 from horovodcpp.common.process_sets import global_process_set
-from horovodcpp.tensorflow import bridge, mpi_ops
+from horovodcpp.tensorflow import bridge, kernels
 
 
 def _broadcast_values(root_rank, process_set, values):
     # Named by position: variable names may differ between ranks.
-    return [mpi_ops.broadcast(v, root_rank,
+    return [kernels.broadcast(v, root_rank,
                               bridge.collective_name("broadcast", "variables.{}".format(i)),
                               process_set) for i, v in enumerate(values)]
 
@@ -53,6 +53,27 @@ def broadcast_global_variables(root_rank):
     return broadcast_variables(tf.compat.v1.global_variables(), root_rank)
 
 
+class BroadcastGlobalVariablesHook(tf.compat.v1.train.SessionRunHook):
+    """TensorFlow 1 sessions (tf.compat.v1): broadcasts the global variables
+    from root_rank once the session is created (e.g. from a checkpoint
+    restored on rank 0). `device` is accepted as in Horovod; the broadcast
+    runs where the variables are."""
+
+    def __init__(self, root_rank, device=""):
+        super().__init__()
+        self.root_rank = root_rank
+        self.device = device
+        self.bcast_op = None
+
+    def begin(self):
+        graph = tf.compat.v1.get_default_graph()
+        if self.bcast_op is None or self.bcast_op.graph is not graph:
+            self.bcast_op = broadcast_global_variables(self.root_rank)
+
+    def after_create_session(self, session, coord):
+        session.run(self.bcast_op)
+
+
 def _check_eager(what):
     if not tf.executing_eagerly():
         raise RuntimeError("hvd.{} needs eager execution (it returns Python objects)".format(what))
@@ -71,11 +92,11 @@ def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=glob
     is_root = _core.rank() == root_rank
     payload = _payload(obj) if is_root else None
     length = tf.constant([int(payload.shape[0]) if is_root else 0], tf.int64)
-    length = mpi_ops.broadcast(length, root_rank, bridge.collective_name("broadcast", name + ".sz"),
+    length = kernels.broadcast(length, root_rank, bridge.collective_name("broadcast", name + ".sz"),
                                process_set)
     if not is_root:
         payload = tf.zeros([int(length[0])], tf.uint8)
-    data = mpi_ops.broadcast(payload, root_rank, bridge.collective_name("broadcast", name + ".t"),
+    data = kernels.broadcast(payload, root_rank, bridge.collective_name("broadcast", name + ".t"),
                              process_set)
     return obj if is_root else pickle.loads(data.numpy().tobytes())
 
@@ -94,9 +115,9 @@ def allgather_object(obj, session=None, name=None, process_set=global_process_se
     _check_eager("allgather_object")
     name = name or type(obj).__name__
     payload = _payload(obj)
-    lengths = mpi_ops.allgather(tf.constant([int(payload.shape[0])], tf.int64),
+    lengths = kernels.allgather(tf.constant([int(payload.shape[0])], tf.int64),
                                 bridge.collective_name("allgather", name + ".sz"), process_set)
-    data = mpi_ops.allgather(payload, bridge.collective_name("allgather", name + ".t"),
+    data = kernels.allgather(payload, bridge.collective_name("allgather", name + ".t"),
                              process_set).numpy().tobytes()
     offsets = np.concatenate([[0], np.cumsum(lengths.numpy())])
     return [pickle.loads(data[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]

@@ -13,7 +13,8 @@ import tensorflow as tf
 from horovodcpp.common.basics import Average, Sum
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import gradient_groups, split_evenly
-from horovodcpp.tensorflow import bridge, mpi_ops
+from horovodcpp.tensorflow import bridge, kernels
+from horovodcpp.tensorflow.util import vars_to_refs
 from horovodcpp.tensorflow.compression import Compression
 
 
@@ -134,16 +135,16 @@ def _reduce(plan, grads):
     for unit in plan.units:
         compressed, ctxs = zip(*[plan.compression.compress(grads[i]) for i in unit])
         if len(unit) == 1:
-            reduced = [mpi_ops.allreduce(compressed[0], full(unit[0]), plan.op, plan.prescale,
+            reduced = [kernels.allreduce(compressed[0], full(unit[0]), plan.op, plan.prescale,
                                          plan.postscale, plan.process_set)]
         else:
-            reduced = mpi_ops.grouped_allreduce(list(compressed), full("group.{}".format(unit[0])),
+            reduced = kernels.grouped_allreduce(list(compressed), full("group.{}".format(unit[0])),
                                                 plan.op, plan.prescale, plan.postscale,
                                                 plan.process_set)
         for i, r, ctx in zip(unit, reduced, ctxs):
             results[i] = plan.compression.decompress(r, ctx)
     for i in plan.sparse:
-        values, indices = [mpi_ops.allgather(getattr(grads[i], part),
+        values, indices = [kernels.allgather(getattr(grads[i], part),
                                              full("{}.{}".format(i, part)), plan.process_set)
                            for part in ("values", "indices")]
         if plan.op == Average:
@@ -154,7 +155,7 @@ def _reduce(plan, grads):
 
 def variable_key(variable):
     """A hashable identity of a tf.Variable or Keras variable."""
-    return variable.ref() if hasattr(variable, "ref") else id(variable)
+    return vars_to_refs(variable)
 
 
 def _divide(grad, n):

@@ -3,16 +3,13 @@ eagerly and inside tf.function: allreduce, grouped_allreduce, allgather,
 grouped_allgather, broadcast, alltoall, reducescatter,
 grouped_reducescatter.
 
-Gradients are exact for the sum of every rank's loss, as in
-horovodcpp.torch (each rank differentiates its own loss; the
-DistributedGradientTape/Optimizer's averaging then gives the gradient of
-the mean loss). So the backward of allgather sums the incoming gradients
-over ranks and keeps this rank's rows; of broadcast, sums them on the root
-(zero elsewhere); of reducescatter, gathers them; of Min/Max allreduce,
-routes them to the ranks holding the extreme (split between ties); of
-Product, multiplies by the other ranks' factors. Horovod instead averages
-in allgather and broadcast backward and scales reducescatter's by the
-number of ranks for Sum.
+Gradients are Horovod's, as in horovodcpp.torch: allreduce's are exact for
+the sum of every rank's loss; allgather's backward averages the incoming
+gradients over the ranks and keeps this rank's rows; broadcast's averages
+them on the root (zero elsewhere); reducescatter's gathers them, scaled by
+the set's size for Sum and by the scale factors (so, like Horovod's, these
+three are the exact gradient of the mean of the ranks' losses for allgather
+and broadcast, and size times that of the sum for reducescatter).
 
 Every one takes `process_set` (default: every rank); its backward runs
 on the same set.
@@ -27,7 +24,7 @@ from horovodcpp import _core
 from horovodcpp.common.basics import Average, Max, Min, Product, Sum
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import resolve_op
-from horovodcpp.tensorflow import bridge, mpi_ops
+from horovodcpp.tensorflow import bridge, kernels
 from horovodcpp.tensorflow.compression import Compression
 
 
@@ -35,8 +32,8 @@ def _auto(prefix, tensor):
     return bridge.collective_name(prefix, None, tensor)
 
 
-def _sums(tensors, process_set):
-    return [mpi_ops.allreduce(t, _auto("allreduce", t), Sum, process_set=process_set)
+def _sums(tensors, process_set, op=Sum):
+    return [kernels.allreduce(t, _auto("allreduce", t), op, process_set=process_set)
             for t in tensors]
 
 
@@ -59,9 +56,9 @@ def _reduce(tensors, name, op, prescale_factor, postscale_factor, process_set):
     """One allreduce, or a grouped one for several tensors (a lone tensor
     stays ungrouped so that the response cache serves it)."""
     if len(tensors) == 1:
-        return [mpi_ops.allreduce(tensors[0], name, op, prescale_factor, postscale_factor,
+        return [kernels.allreduce(tensors[0], name, op, prescale_factor, postscale_factor,
                                   process_set)]
-    return mpi_ops.grouped_allreduce(tensors, name, op, prescale_factor, postscale_factor,
+    return kernels.grouped_allreduce(tensors, name, op, prescale_factor, postscale_factor,
                                      process_set)
 
 
@@ -72,13 +69,13 @@ def _allreduce_grads(xs, dys, op, prescale, postscale, process_set):
     scale = prescale * postscale
     scaled = [_scaled(x, prescale) for x in xs]
     if op in (Min, Max):
-        extremes = [mpi_ops.allreduce(s, _auto("allreduce", s), op, process_set=process_set)
+        extremes = [kernels.allreduce(s, _auto("allreduce", s), op, process_set=process_set)
                     for s in scaled]
         holds = [tf.cast(tf.equal(s, e), dy.dtype) for s, e, dy in zip(scaled, extremes, dys)]
         sums, counts = _sums(dys, process_set), _sums(holds, process_set)
         return [_scaled(s * h / c, scale) for s, h, c in zip(sums, holds, counts)]
     if op == Product:
-        gathered = [mpi_ops.allgather(s[None], _auto("allgather", s), process_set)
+        gathered = [kernels.allgather(s[None], _auto("allgather", s), process_set)
                     for s in scaled]
         grads = []
         for s, g, total in zip(scaled, gathered, _sums(dys, process_set)):
@@ -104,8 +101,8 @@ def _gather_slices(slices_list, op, prescale_factor, postscale_factor, process_s
         raise NotImplementedError("Pre/postscale_factor are not supported with tf.IndexedSlices")
     result = []
     for s in slices_list:
-        values = mpi_ops.allgather(s.values, _auto("allgather", s.values), process_set)
-        indices = mpi_ops.allgather(s.indices, _auto("allgather", s.indices), process_set)
+        values = kernels.allgather(s.values, _auto("allgather", s.values), process_set)
+        indices = kernels.allgather(s.indices, _auto("allgather", s.indices), process_set)
         if op == Average:
             values = values / tf.cast(process_set.size(), values.dtype)
         result.append(tf.IndexedSlices(values, indices, dense_shape=s.dense_shape))
@@ -173,14 +170,14 @@ def _rows(x):
 
 
 def _allgather_grads(xs, dys, process_set):
-    """This rank's rows of each gradient, summed over the ranks."""
+    """This rank's rows of each gradient, averaged over the ranks (Horovod's)."""
     rows = tf.stack([_rows(x) for x in xs])[None]  # [1, members]
-    counts = mpi_ops.allgather(rows, _auto("allgather", rows), process_set)  # [size, members]
+    counts = kernels.allgather(rows, _auto("allgather", rows), process_set)  # [size, members]
     rank = process_set.rank()
     grads = []
-    for i, (x, summed) in enumerate(zip(xs, _sums(dys, process_set))):
+    for i, (x, averaged) in enumerate(zip(xs, _sums(dys, process_set, Average))):
         offset = tf.reduce_sum(counts[:rank, i])
-        grads.append(tf.reshape(summed[offset:offset + counts[rank, i]], tf.shape(x)))
+        grads.append(tf.reshape(averaged[offset:offset + counts[rank, i]], tf.shape(x)))
     return grads
 
 
@@ -192,7 +189,7 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False,
     tensors = [tf.convert_to_tensor(t) for t in tensors]
     full_name = bridge.collective_name("grouped_allgather", name, tensors[0])
     return _differentiable(
-        lambda xs: mpi_ops.grouped_allgather(xs, full_name, process_set),
+        lambda xs: kernels.grouped_allgather(xs, full_name, process_set),
         lambda xs, dys: _allgather_grads(xs, dys, process_set), tensors)
 
 
@@ -202,8 +199,8 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
     tensor = tf.convert_to_tensor(tensor)
     full_name = bridge.collective_name("allgather", name, tensor)
     if tensor.dtype not in bridge.SUPPORTED_DTYPES:  # moved as bytes, not differentiable
-        return mpi_ops.allgather(tensor, full_name, process_set)
-    return _differentiable(lambda xs: [mpi_ops.allgather(xs[0], full_name, process_set)],
+        return kernels.allgather(tensor, full_name, process_set)
+    return _differentiable(lambda xs: [kernels.allgather(xs[0], full_name, process_set)],
                            lambda xs, dys: _allgather_grads(xs, dys, process_set), [tensor])[0]
 
 
@@ -214,13 +211,13 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
     tensor = tf.convert_to_tensor(tensor)
     full_name = bridge.collective_name("broadcast", name, tensor)
     if tensor.dtype not in bridge.SUPPORTED_DTYPES:
-        return mpi_ops.broadcast(tensor, root_rank, full_name, process_set)
+        return kernels.broadcast(tensor, root_rank, full_name, process_set)
 
     def backward(xs, dys):
-        summed = _sums(dys, process_set)[0]
-        return [summed if _core.rank() == root_rank else tf.zeros_like(summed)]
+        averaged = _sums(dys, process_set, Average)[0]  # Horovod's
+        return [averaged if _core.rank() == root_rank else tf.zeros_like(averaged)]
     return _differentiable(
-        lambda xs: [mpi_ops.broadcast(xs[0], root_rank, full_name, process_set)],
+        lambda xs: [kernels.broadcast(xs[0], root_rank, full_name, process_set)],
         backward, [tensor])[0]
 
 
@@ -232,18 +229,18 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
     tensor = tf.convert_to_tensor(tensor)
     full_name = bridge.collective_name("alltoall", name, tensor)
     if tensor.dtype not in bridge.SUPPORTED_DTYPES:
-        output, received = mpi_ops.alltoall(tensor, splits, full_name, process_set)
+        output, received = kernels.alltoall(tensor, splits, full_name, process_set)
         return output if splits is None else (output, received)
     received = []
 
     def forward(xs):
-        output, received_splits = mpi_ops.alltoall(xs[0], splits, full_name, process_set)
+        output, received_splits = kernels.alltoall(xs[0], splits, full_name, process_set)
         received.append(received_splits)
         return [output]
 
     def backward(xs, dys):
         # Every rank sends back what it received from each rank.
-        return [mpi_ops.alltoall(dys[0], received[0], _auto("alltoall", dys[0]),
+        return [kernels.alltoall(dys[0], received[0], _auto("alltoall", dys[0]),
                                  process_set)[0]]
     output = _differentiable(forward, backward, [tensor])[0]
     return output if splits is None else (output, received[0])
@@ -256,15 +253,15 @@ def _reducescatter(tensors, prefix, name, compression, op, prescale_factor, post
 
     def forward(xs):
         if len(xs) == 1:
-            return [mpi_ops.reducescatter(xs[0], full_name, op, prescale_factor,
+            return [kernels.reducescatter(xs[0], full_name, op, prescale_factor,
                                           postscale_factor, process_set)]
-        return mpi_ops.grouped_reducescatter(xs, full_name, op, prescale_factor,
+        return kernels.grouped_reducescatter(xs, full_name, op, prescale_factor,
                                              postscale_factor, process_set)
 
     def backward(xs, dys):
-        scale = prescale_factor * postscale_factor / (
-            process_set.size() if op == Average else 1)
-        return [_scaled(mpi_ops.allgather(dy, _auto("allgather", dy), process_set), scale)
+        # Horovod's: scaled by the set's size for Sum, not divided for Average.
+        scale = prescale_factor * postscale_factor * (process_set.size() if op == Sum else 1)
+        return [_scaled(kernels.allgather(dy, _auto("allgather", dy), process_set), scale)
                 for dy in dys]
     return _compressed(compression, inputs,
                        lambda xs: _differentiable(forward, backward, xs))

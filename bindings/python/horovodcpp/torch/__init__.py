@@ -23,6 +23,7 @@ from horovodcpp.common.basics import (  # noqa: F401
     rocm_built, shutdown, size, start_timeline, stop_timeline)
 from horovodcpp.common.process_sets import (  # noqa: F401
     ProcessSet, add_process_set, global_process_set, remove_process_set)
+from horovodcpp.common.util import check_extension  # noqa: F401
 from horovodcpp.torch import elastic  # noqa: F401  (hvd.elastic.run, TorchState, ...)
 from horovodcpp.torch.autograd_ops import (  # noqa: F401
     allgather, allreduce, alltoall, broadcast, grouped_allgather, grouped_allreduce,

@@ -84,7 +84,9 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     (SGD, Adam, AdamW, SparseAdam and other per-parameter-state
     optimizers). Parameters without state on the root (e.g. never given a
     gradient) get none anywhere; the others get the root's, created first
-    where a rank has none. `model` is unused (accepted as in Horovod)."""
+    where a rank has none. As in Horovod, every trainable parameter then
+    has a gradient (zeros where it had none: scripts read p.grad right
+    after). `model` is unused (accepted as in Horovod)."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
     params = [p for group in optimizer.param_groups for p in group["params"]]
@@ -111,3 +113,7 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
         group.update(values)
     for (index, key), value in others.items():
         optimizer.state[params[index]][key] = value
+    sparse = isinstance(optimizer, torch.optim.SparseAdam)
+    for p in params:
+        if p.requires_grad and p.grad is None:
+            p.grad = torch.zeros_like(p).to_sparse() if sparse else torch.zeros_like(p)

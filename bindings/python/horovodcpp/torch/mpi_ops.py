@@ -292,3 +292,36 @@ def barrier(process_set=global_process_set):
     """Returns once every rank (of `process_set`) has called barrier(),
     without holding the GIL."""
     _core.barrier(_core_set(process_set))
+
+
+# horovod.torch.mpi_ops holds the whole API (`from horovod.torch.mpi_ops
+# import allreduce, rank` is common in user code): the job's basics, process
+# sets, compression and the differentiable operations are its names too.
+# autograd_ops imports this module, complete by now.
+from horovodcpp.common.basics import (  # noqa: E402,F401
+    Adasum, HorovodInternalError, Max, Min, Product, ccl_built, cross_rank, cross_size,
+    cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
+    local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
+    rocm_built, shutdown, size, start_timeline, stop_timeline)
+from horovodcpp.common.process_sets import (  # noqa: E402,F401
+    ProcessSet, add_process_set, remove_process_set)
+from horovodcpp.common.util import (  # noqa: E402,F401
+    check_installed_version, get_average_backwards_compatibility_fun, num_rank_is_power_2)
+from horovodcpp.torch.autograd_ops import (  # noqa: E402,F401
+    HorovodAllgather, HorovodAllreduce, HorovodAlltoall, HorovodBroadcast,
+    HorovodGroupedAllgather, HorovodGroupedAllreduce, HorovodGroupedReducescatter,
+    HorovodReducescatter, allgather, allreduce, alltoall, broadcast, grouped_allgather,
+    grouped_allreduce, grouped_reducescatter, reducescatter)
+from horovodcpp.torch.compression import Compression  # noqa: E402,F401
+
+handle_average_backwards_compatibility = resolve_op
+
+
+def gpu_available(ext_base_name="torch", verbose=False):
+    from horovodcpp.common.util import gpu_available as available
+    return available(ext_base_name, verbose)
+
+
+# Horovod's handle on its compiled extension; here the one core of every
+# front end.
+mpi_lib = _core

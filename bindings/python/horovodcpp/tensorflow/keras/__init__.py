@@ -19,8 +19,8 @@ from horovodcpp.tensorflow import (  # noqa: F401
     add_process_set, allgather_object, barrier, broadcast_object, ccl_built, cross_rank,
     cross_size, cuda_built, ddl_built, global_process_set, gloo_built, gloo_enabled, init,
     is_homogeneous, is_initialized, join, local_rank, local_size, mpi_built, mpi_enabled,
-    nccl_built, rank, remove_process_set, rocm_built, shutdown, size, start_timeline,
-    stop_timeline)
+    mpi_threads_supported, nccl_built, rank, remove_process_set, rocm_built, shutdown, size,
+    start_timeline, stop_timeline)
 from horovodcpp.tensorflow import ops as _ops
 from horovodcpp.tensorflow.functions import broadcast_global_variables  # noqa: F401
 from horovodcpp.tensorflow.keras import callbacks, elastic  # noqa: F401

@@ -183,21 +183,23 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
 
 class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
     """keras.callbacks.ModelCheckpoint that keeps the model with the best
-    value of `monitor` (save_best_only=True, whole model). Horovod's Spark
-    estimators set `filepath` (a .keras file) after construction; here it
-    may also be given. Add it on one rank only (usually 0), as any
+    value of `monitor` (save_best_only=True; the whole model, or its weights
+    with save_weights_only). Horovod's Spark estimators set `filepath` after
+    construction (a .keras file; .weights.h5 with save_weights_only); here
+    it may also be given. Add it on one rank only (usually 0), as any
     checkpoint."""
 
-    def __init__(self, monitor='val_loss', verbose=0, mode='auto', save_freq='epoch',
-                 filepath=None):
+    def __init__(self, monitor='val_loss', verbose=0, save_weights_only=False, mode='auto',
+                 save_freq='epoch', filepath=None):
         # ModelCheckpoint checks the path's extension now; None is set later.
-        super().__init__(filepath or "unset.keras", monitor=monitor, verbose=verbose,
-                         save_best_only=True, save_weights_only=False, mode=mode,
+        placeholder = "unset.weights.h5" if save_weights_only else "unset.keras"
+        super().__init__(filepath or placeholder, monitor=monitor, verbose=verbose,
+                         save_best_only=True, save_weights_only=save_weights_only, mode=mode,
                          save_freq=save_freq)
         self.filepath = filepath
 
     def on_train_begin(self, logs=None):
         if self.filepath is None:
-            raise ValueError("BestModelCheckpoint: set its filepath (a .keras file) before "
-                             "training")
+            raise ValueError("BestModelCheckpoint: set its filepath before training (a .keras "
+                             "file; .weights.h5 with save_weights_only)")
         super().on_train_begin(logs)

@@ -89,18 +89,25 @@ std::vector<std::string> open_mpi_command(const Options& options, const MpiLaunc
       argv.push_back(word);
     }
   }
-  argv.insert(argv.end(), {"-mca", "pml", "ob1", "-mca", "btl", "^openib"});
+  // hvdrun's MCA defaults give way to the user's (OMPI_MCA_<name>, or
+  // --mpi-args "-mca <name> ..."): mpirun refuses a parameter given twice,
+  // and its command line would silently override the environment.
+  const auto user_sets = [&](const std::string& name) {
+    return launch.user_mca.count(name) > 0 ||
+           std::find(options.mpi_args.begin(), options.mpi_args.end(), name) !=
+               options.mpi_args.end();
+  };
+  for (const auto& [name, value] : {std::pair<const char*, const char*>{"pml", "ob1"},
+                                    {"btl", "^openib"}}) {
+    if (!user_sets(name)) argv.insert(argv.end(), {"-mca", name, value});
+  }
   // horovodcpp's MPI collectives are non-blocking (bounded waits), and Open
   // MPI's non-blocking allreduce takes a binomial tree for up to 4 ranks at
   // every size: half the bandwidth of MPI_Allreduce at 1-64 MiB on 2 ranks.
   // Rabenseifner's matches it (the library sets the same default when it
   // initializes MPI itself; this covers programs that do).
   const char* nbc_allreduce = "coll_libnbc_iallreduce_algorithm";
-  const bool in_mpi_args = std::find(options.mpi_args.begin(), options.mpi_args.end(),
-                                     nbc_allreduce) != options.mpi_args.end();
-  if (!launch.user_mca.count(nbc_allreduce) && !in_mpi_args) {
-    argv.insert(argv.end(), {"-mca", nbc_allreduce, "3"});
-  }
+  if (!user_sets(nbc_allreduce)) argv.insert(argv.end(), {"-mca", nbc_allreduce, "3"});
   if (!options.network_interfaces.empty()) {
     argv.insert(argv.end(), {"-mca", "btl_tcp_if_include", interface_list(options)});
   }

@@ -50,73 +50,81 @@ OutputLines::OutputLines(std::string prefix, bool mpirun_tags, bool timestamps)
     : prefix_(std::move(prefix)), mpirun_tags_(mpirun_tags), timestamps_(timestamps) {}
 
 void OutputLines::emit(const std::string& tag, const std::string& text, std::string& out,
-                       const std::function<void(const std::string&)>* seen) const {
+                       const Seen* seen) const {
   if (timestamps_) out += local_time();
   out += prefix_ + tag + text + "\n";
   if (seen && *seen) (*seen)(text);
 }
 
-std::string OutputLines::feed(const std::string& bytes, bool at_end,
-                              const std::function<void(const std::string&)>* seen) {
+std::string OutputLines::feed(const std::string& bytes, bool at_end, const Seen* seen,
+                              Clock::time_point now) {
+  if (raw_.empty()) raw_since_ = now;
   raw_ += bytes;
   std::string out;
-  if (mpirun_tags_) {
-    feed_tagged(at_end, out, seen);
-    return out;
-  }
-  std::size_t start = 0, nl;
-  while ((nl = raw_.find('\n', start)) != std::string::npos) {
-    emit("", raw_.substr(start, nl - start), out, seen);
-    start = nl + 1;
-  }
-  raw_.erase(0, start);
-  if (!raw_.empty() && (at_end || raw_.size() > kMaxHeldBytes)) {
-    emit("", raw_, out, seen);
-    raw_.clear();
+  split(at_end, now, out, seen);
+  return out;
+}
+
+std::string OutputLines::flush_stale(Clock::time_point now, const Seen* seen) {
+  std::string out;
+  if (!raw_.empty() && now - raw_since_ >= kMaxHeldTime) split(true, now, out, seen);
+  for (auto it = pieces_.begin(); it != pieces_.end();) {
+    if (now - it->second.since >= kMaxHeldTime) {
+      emit(it->first, it->second.text, out, seen);
+      it = pieces_.erase(it);
+    } else {
+      ++it;
+    }
   }
   return out;
 }
 
 // Each tag starts a piece of that rank's output, which runs to its newline
 // (the line is complete) or to the next tag (more of it comes later). Text
-// before any tag is mpirun's own, a line like any other.
-void OutputLines::feed_tagged(bool at_end, std::string& out,
-                              const std::function<void(const std::string&)>* seen) {
+// before any tag is mpirun's own, a line like any other; without
+// mpirun_tags all of it is.
+void OutputLines::split(bool at_end, Clock::time_point now, std::string& out, const Seen* seen) {
   std::size_t pos = 0;
   while (pos < raw_.size()) {
     std::size_t tag_length = 0;
     std::string tag;
     std::size_t text = pos;
-    if (std::size_t n = tag_length_at(raw_, pos)) {
+    if (std::size_t n = mpirun_tags_ ? tag_length_at(raw_, pos) : 0) {
       tag = raw_.substr(pos, n);
       text = pos + n;
     }
     const std::size_t nl = raw_.find('\n', text);
-    const std::size_t next = find_mpirun_tag(raw_, text, &tag_length);
-    std::string& piece = pieces_[tag];
+    const std::size_t next =
+        mpirun_tags_ ? find_mpirun_tag(raw_, text, &tag_length) : std::string::npos;
+    std::string rest;
     if (nl != std::string::npos && (next == std::string::npos || nl < next)) {
-      emit(tag, piece + raw_.substr(text, nl - text), out, seen);
-      pieces_.erase(tag);
+      rest = raw_.substr(text, nl - text);
       pos = nl + 1;
-    } else if (next != std::string::npos) {
-      piece += raw_.substr(text, next - text);
-      pos = next;
-    } else if (at_end || raw_.size() - pos > kMaxHeldBytes) {
-      piece += raw_.substr(text);
-      pos = raw_.size();
+    } else if (next != std::string::npos || at_end || raw_.size() - pos > kMaxHeldBytes) {
+      const std::size_t end = next != std::string::npos ? next : raw_.size();
+      Piece& piece = pieces_[tag];
+      if (piece.text.empty()) piece.since = raw_since_;
+      piece.text += raw_.substr(text, end - text);
+      pos = end;
+      if (next == std::string::npos || piece.text.size() > kMaxHeldBytes) {
+        emit(tag, piece.text, out, seen);
+        pieces_.erase(tag);
+      }
+      continue;
     } else {
       break;  // the piece (or its tag) may go on in the next read
     }
-    if (pieces_.count(tag) && pieces_[tag].size() > kMaxHeldBytes) {
-      emit(tag, pieces_[tag], out, seen);
-      pieces_.erase(tag);
+    auto held = pieces_.find(tag);
+    if (held != pieces_.end()) {
+      rest = held->second.text + rest;
+      pieces_.erase(held);
     }
+    emit(tag, rest, out, seen);
   }
+  if (pos > 0) raw_since_ = now;
   raw_.erase(0, pos);
   if (!at_end) return;
-  for (const auto& [tag, piece] : pieces_) {
-    if (!piece.empty()) emit(tag, piece, out, seen);
-  }
+  for (const auto& [tag, piece] : pieces_) emit(tag, piece.text, out, seen);
   pieces_.clear();
 }
 

@@ -504,6 +504,9 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
         }
       }
     }
+    for (Stream* s : streams) {  // a prompt or a progress bar: no newline for a while
+      write_all(s->out_fd, s->lines.flush_stale(Clock::now(), s->on_line));
+    }
     for (size_t i = 0; i < streams.size(); ++i) {
       if (!fds[i + 1].revents) continue;
       Stream& s = *streams[i];

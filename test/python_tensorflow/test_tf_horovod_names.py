@@ -155,3 +155,24 @@ def test_broadcast_global_variables_hook_in_a_tf1_session():
         hook = hvd.BroadcastGlobalVariablesHook(0)
         with tf.compat.v1.train.MonitoredSession(hooks=[hook]) as session:
             assert session.run(v) == 1.0
+
+
+def test_graph_mode_in_a_session_as_horovods_tests_run():
+    # Horovod's suites run every test in graph mode too, in a default session.
+    import tensorflow as tf
+    import horovodcpp.tensorflow as hvd
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session, session.as_default():
+        assert hvd.allgather_object({"r": rank}) == [{"r": r} for r in range(size)]
+        assert hvd.broadcast_object("from %d" % rank, root_rank=size - 1) == "from %d" % (size - 1)
+        x = tf.ones([3]) * rank
+        # Every rank must run the backward's allreduce, the non-roots too
+        # (whose gradient is zero): else the root waits for them.
+        grad = tf.gradients(hvd.broadcast(x, 0), x, tf.ones([3]))[0]
+        assert session.run(grad).tolist() == [1.0 if rank == 0 else 0.0] * 3
+        # broadcast_'s values are read after the assignment.
+        v = tf.Variable(float(rank))
+        session.run(v.initializer)
+        (value,) = hvd.broadcast_([v], size - 1)
+        assert session.run(value) == size - 1

@@ -121,6 +121,28 @@ TEST(OpenMpi, UsersNonblockingAllreduceAlgorithmWins) {
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "coll_libnbc_iallreduce_algorithm"), 1);
 }
 
+// mpirun refuses an MCA parameter given twice ("listed multiple times"),
+// and its command line would override the user's OMPI_MCA_btl.
+TEST(OpenMpi, UsersTransportParametersWin) {
+  const auto count = [](const Argv& argv, const char* word) {
+    return std::count(argv.begin(), argv.end(), word);
+  };
+  MpiLaunch launch = open_mpi({{"h1", 2}}, 2);
+  Argv argv = mpi_command(command_options({"-np", "2", "./t"}), launch);
+  EXPECT_EQ(count(argv, "btl"), 1);
+  EXPECT_EQ(count(argv, "pml"), 1);
+  argv = mpi_command(command_options({"-np", "2", "--mpi-args=-mca btl self,vader", "./t"}),
+                     launch);
+  EXPECT_EQ(count(argv, "btl"), 1);
+  EXPECT_EQ(count(argv, "self,vader"), 1);
+  EXPECT_EQ(count(argv, "^openib"), 0);
+  EXPECT_EQ(count(argv, "pml"), 1);
+  launch.user_mca = {"pml"};
+  argv = mpi_command(command_options({"-np", "2", "./t"}), launch);
+  EXPECT_EQ(count(argv, "pml"), 0);
+  EXPECT_EQ(count(argv, "btl"), 1);
+}
+
 TEST(OpenMpi, RemoteShellBecomesTheAgent) {
   Options o = command_options({"-np", "2", "-H", "h1,h2", "--remote-shell",
                                "ssh -o StrictHostKeyChecking=no {host}", "./t"});

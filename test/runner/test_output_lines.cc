@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <regex>
 #include <string>
 #include <vector>
@@ -62,6 +63,24 @@ TEST(OutputLines, HeldPiecesComeOutAtTheEndAndPastTheBound) {
   EXPECT_EQ(out, "[1,0]<stdout>:" + big + "\n");
   OutputLines plain("[0]<stdout>: ", false, false);
   EXPECT_EQ(plain.feed(big, false), "[0]<stdout>: " + big + "\n");
+}
+
+TEST(OutputLines, PiecesHeldTooLongComeOutAsLines) {
+  using std::chrono::milliseconds;
+  const auto t0 = OutputLines::Clock::now();
+  OutputLines lines("", true, false);
+  EXPECT_EQ(lines.feed("[1,0]<stdout>:loading...", false, nullptr, t0), "");
+  EXPECT_EQ(lines.feed("[1,1]<stdout>:x", false, nullptr, t0 + milliseconds(1500)), "");
+  EXPECT_EQ(lines.flush_stale(t0 + milliseconds(1900)), "");
+  // Only the piece held 2 s goes out; the other one is still young.
+  EXPECT_EQ(lines.flush_stale(t0 + milliseconds(2100)), "[1,0]<stdout>:loading...\n");
+  EXPECT_EQ(lines.feed("[1,1]<stdout>:y\n", false, nullptr, t0 + milliseconds(2200)),
+            "[1,1]<stdout>:xy\n");
+  EXPECT_EQ(lines.flush_stale(t0 + milliseconds(9000)), "");
+
+  OutputLines plain("[0]<stdout>: ", false, false);
+  EXPECT_EQ(plain.feed("50%", false, nullptr, t0), "");
+  EXPECT_EQ(plain.flush_stale(t0 + std::chrono::seconds(2)), "[0]<stdout>: 50%\n");
 }
 
 TEST(OutputLines, TimestampsComeFirstInHorovodsFormat) {

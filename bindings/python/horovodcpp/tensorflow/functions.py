@@ -38,9 +38,13 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, in
 
 def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     """In-place broadcast of `variables` from root_rank; returns their new
-    values."""
-    broadcast_variables(variables, root_rank, process_set)
-    return [tf.convert_to_tensor(v) for v in variables]
+    values (in a TF1-style graph, read after the assignments)."""
+    variables = list(variables)
+    assigned = broadcast_variables(variables, root_rank, process_set)
+    if assigned is None:  # eagerly, or in a tf.function, which orders the reads itself
+        return [tf.convert_to_tensor(v) for v in variables]
+    with tf.control_dependencies([assigned]):
+        return [v.read_value() for v in variables]
 
 
 def broadcast_global_variables(root_rank):
@@ -74,9 +78,17 @@ class BroadcastGlobalVariablesHook(tf.compat.v1.train.SessionRunHook):
         session.run(self.bcast_op)
 
 
-def _check_eager(what):
-    if not tf.executing_eagerly():
-        raise RuntimeError("hvd.{} needs eager execution (it returns Python objects)".format(what))
+def _value(tensor, session, what):
+    """The tensor's value (NumPy): eagerly, or in graph mode run in
+    `session`, else the default session, as Horovod does."""
+    if tf.executing_eagerly():
+        return tensor.numpy()
+    session = session or tf.compat.v1.get_default_session()
+    if session is None:
+        raise RuntimeError(
+            "hvd.{} in graph mode runs its collectives in a session: pass session=, or call it "
+            "inside `with session.as_default():`".format(what))
+    return session.run(tensor)
 
 
 def _payload(obj):
@@ -85,20 +97,21 @@ def _payload(obj):
 
 def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=global_process_set):
     """Returns root_rank's `obj` (any picklable object) on every rank of
-    `process_set` (root_rank is a global rank). Eager only; `session` is
-    accepted for Horovod's signature."""
-    _check_eager("broadcast_object")
+    `process_set` (root_rank is a global rank). In graph mode the
+    collectives run in `session` (default: the default session)."""
     name = name or type(obj).__name__
     is_root = _core.rank() == root_rank
     payload = _payload(obj) if is_root else None
     length = tf.constant([int(payload.shape[0]) if is_root else 0], tf.int64)
     length = kernels.broadcast(length, root_rank, bridge.collective_name("broadcast", name + ".sz"),
                                process_set)
+    length = _value(length, session, "broadcast_object")
     if not is_root:
         payload = tf.zeros([int(length[0])], tf.uint8)
     data = kernels.broadcast(payload, root_rank, bridge.collective_name("broadcast", name + ".t"),
                              process_set)
-    return obj if is_root else pickle.loads(data.numpy().tobytes())
+    data = _value(data, session, "broadcast_object")
+    return obj if is_root else pickle.loads(data.tobytes())
 
 
 def broadcast_object_fn(root_rank=0, session=None, name=None, process_set=global_process_set):
@@ -111,13 +124,15 @@ def broadcast_object_fn(root_rank=0, session=None, name=None, process_set=global
 
 def allgather_object(obj, session=None, name=None, process_set=global_process_set):
     """Returns the list of every rank's `obj` (picklable), in rank order (the
-    members of `process_set`). Eager only."""
-    _check_eager("allgather_object")
+    members of `process_set`). In graph mode the collectives run in
+    `session` (default: the default session)."""
     name = name or type(obj).__name__
     payload = _payload(obj)
     lengths = kernels.allgather(tf.constant([int(payload.shape[0])], tf.int64),
                                 bridge.collective_name("allgather", name + ".sz"), process_set)
     data = kernels.allgather(payload, bridge.collective_name("allgather", name + ".t"),
-                             process_set).numpy().tobytes()
-    offsets = np.concatenate([[0], np.cumsum(lengths.numpy())])
+                             process_set)
+    lengths, data = (_value(t, session, "allgather_object") for t in (lengths, data))
+    data = data.tobytes()
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
     return [pickle.loads(data[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]

@@ -215,7 +215,9 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
 
     def backward(xs, dys):
         averaged = _sums(dys, process_set, Average)[0]  # Horovod's
-        return [averaged if _core.rank() == root_rank else tf.zeros_like(averaged)]
+        # Times 0, not zeros_like: in graph mode zeros_like of a static shape
+        # would not run the allreduce here, which the root waits for.
+        return [averaged if _core.rank() == root_rank else averaged * 0]
     return _differentiable(
         lambda xs: [kernels.broadcast(xs[0], root_rank, full_name, process_set)],
         backward, [tensor])[0]

@@ -17,6 +17,7 @@ packages=(
   python3-dev pybind11-dev libdlpack-dev  # the Python extension horovodcpp._core
   python3-torch python3-numpy python3-pytest  # horovodcpp.torch, its tests and examples
   python3-torchvision       # examples/pytorch/synthetic_benchmark.py
+  python3-mpi4py            # tests of init(comm=<mpi4py communicator>) and ProcessSet(comm)
   python3-venv              # the venv TensorFlow goes into (below)
 )
 

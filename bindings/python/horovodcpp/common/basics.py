@@ -32,18 +32,24 @@ def init(comm=None, process_sets=None):
     variables. Collective: every rank calls it, with the same arguments. May
     be called again after shutdown(); a call while initialized does nothing.
 
-    comm: Horovod's MPI sub-communicator or list of ranks, to run on part of
-        the launched ranks. Only None, or a list naming every launched rank,
-        is supported (NotImplementedError otherwise): use process sets.
+    comm: the ranks to run on, as a list of global ranks or (MPI mode) an
+        mpi4py communicator (then `global_process_set.mpi_comm`). Only
+        every launched rank is supported (NotImplementedError for a
+        subset): use process sets for collectives on part of the ranks.
     process_sets: ProcessSet objects to register now (ids 1, 2, ... in
         order; the objects get their process_set_id), or "dynamic" (sets can
-        always be added later with add_process_set).
+        always be added later with add_process_set). A ProcessSet of an
+        mpi4py communicator stands for every distinct communicator the
+        ranks give at its place (e.g. both halves of a Split).
     """
-    sets = _process_sets.init_arguments(process_sets)
-    if comm is not None and not isinstance(comm, (list, tuple, range)):
+    mpi_comm = comm if _process_sets.is_mpi_comm(comm) else None
+    if mpi_comm is not None:
+        comm = _process_sets.world_ranks(mpi_comm)
+    elif comm is not None and not isinstance(comm, (list, tuple, range)):
         raise NotImplementedError(
-            "init(comm=<MPI communicator>): horovodcpp has no mpi4py bridge; run on every "
-            "launched rank and use hvd.ProcessSet / hvd.add_process_set for subsets")
+            "init(comm={!r}): comm is a list of global ranks or an mpi4py communicator".format(
+                comm))
+    sets = _process_sets.init_arguments(process_sets)
     if _core.is_initialized():
         if sets:
             raise ValueError("horovodcpp is already initialized: add process sets with "
@@ -59,6 +65,7 @@ def init(comm=None, process_sets=None):
             "on a subset of them is not supported: use hvd.ProcessSet / hvd.add_process_set "
             "for collectives on a subset".format(list(comm), launched - 1))
     _process_sets.after_init(sets)
+    _process_sets.global_process_set.mpi_comm = mpi_comm
     if not _state["atexit"]:
         # Shut down while Python still runs: pending operations write into
         # tensors that Python owns.

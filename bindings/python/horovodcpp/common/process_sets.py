@@ -12,24 +12,48 @@ core runs each set on its own communicators and background thread."""
 from horovodcpp import _core
 
 
+def is_mpi_comm(obj):
+    """Whether `obj` is an mpi4py communicator."""
+    return type(obj).__module__.startswith("mpi4py") and hasattr(obj, "Get_group")
+
+
+def world_ranks(comm):
+    """The MPI_COMM_WORLD ranks of an mpi4py communicator's members, in its
+    rank order."""
+    from mpi4py import MPI
+    group, world = comm.Get_group(), MPI.COMM_WORLD.Get_group()
+    try:
+        return list(MPI.Group.Translate_ranks(group, list(range(group.Get_size())), world))
+    finally:
+        group.Free()
+        world.Free()
+
+
 class ProcessSet:
     """A subset of the job's ranks that collectives can be limited to.
 
-    ranks: the members' global ranks (any order; kept sorted in `ranks`).
+    ranks_or_comm: the members' global ranks (any order; kept sorted in
+    `ranks`), or, in MPI mode, an mpi4py communicator (`mpi_comm`): its
+    members, which may differ from rank to rank (a Split): registered at
+    init(process_sets=...), each distinct communicator becomes a set.
     process_set_id: None until the set is registered, then its id (0 is the
     global set, added sets count from 1)."""
 
     process_set_id = None
     ranks = None
+    mpi_comm = None
     _set = None  # the _core.ProcessSet, once registered
 
     def __init__(self, ranks_or_comm):
+        if is_mpi_comm(ranks_or_comm):
+            self.mpi_comm = ranks_or_comm
+            self.ranks = sorted(world_ranks(ranks_or_comm))
+            return
         try:
             ranks = list(ranks_or_comm)
         except TypeError:
-            raise NotImplementedError(
-                "ProcessSet from an MPI communicator is not supported (horovodcpp has no "
-                "mpi4py bridge): pass the list of global ranks instead") from None
+            raise ValueError("ProcessSet takes a list of global ranks or an mpi4py "
+                             "communicator, got {!r}".format(ranks_or_comm)) from None
         if any(not isinstance(r, int) for r in ranks):
             raise ValueError("ProcessSet should be initialized with a list of process ranks, "
                              "got {!r}".format(ranks_or_comm))
@@ -107,7 +131,28 @@ def init_arguments(process_sets):
         return []
     sets = [ps if isinstance(ps, ProcessSet) else ProcessSet(ps) for ps in process_sets]
     # The global set always exists; Horovod lets it appear in the list.
-    return [ps for ps in sets if ps is not global_process_set]
+    sets = [ps for ps in sets if ps is not global_process_set]
+    return _communicator_sets_everywhere(sets) if any(ps.mpi_comm for ps in sets) else sets
+
+
+def _communicator_sets_everywhere(sets):
+    """Every rank must register the same sets, but a communicator (e.g. of a
+    Split) has different members on different ranks: each becomes the sets
+    of all its distinct memberships, in the order of the lowest rank holding
+    each (Horovod's numbering). Collective over mpi4py's COMM_WORLD."""
+    from mpi4py import MPI
+    everyone = MPI.COMM_WORLD.allgather([ps.ranks if ps.mpi_comm else None for ps in sets])
+    expanded = []
+    for i, ps in enumerate(sets):
+        if ps.mpi_comm is None:
+            expanded.append(ps)
+            continue
+        seen = []
+        for lists in everyone:
+            if lists[i] not in seen:
+                seen.append(lists[i])
+        expanded.extend(ps if members == ps.ranks else ProcessSet(members) for members in seen)
+    return expanded
 
 
 def after_init(sets):
@@ -139,6 +184,10 @@ def add_process_set(process_set):
         process_set = ProcessSet(process_set)
     if process_set.process_set_id is not None:
         raise ValueError("{} is already registered".format(process_set))
+    if process_set.mpi_comm is not None:
+        # Ranks would hold different communicators; init() reconciles them.
+        raise ValueError("a ProcessSet of an MPI communicator is registered by "
+                         "hvd.init(process_sets=[...]); add_process_set takes a list of ranks")
     registered = _core.add_process_set(process_set.ranks)
     process_set._bind(registered)
     _registered[registered.id] = process_set

@@ -7,8 +7,7 @@
 
 Process sets (hvd.ProcessSet, hvd.add_process_set, process_set= on every
 operation), hvd.join() and op=hvd.Adasum work as in Horovod. Not supported:
-init(comm=...) with a subset of the launched ranks or an MPI communicator
-(NotImplementedError).
+init(comm=...) with a subset of the launched ranks (NotImplementedError).
 """
 # torch before horovodcpp._core: the libraries torch loads (a PyPI torch
 # bundles NCCL and the CUDA runtime) are then the ones libhorovodcpp binds

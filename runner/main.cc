@@ -387,7 +387,6 @@ int run_gloo_elastic(const Options& options, const std::map<std::string, std::st
     ChildSpec child = gloo_children(options, places, rendezvous, worker_env, cwd)[rank];
     // Output is labelled by worker: ranks change from round to round.
     child.label = "[" + std::to_string(worker) + "]";
-    child.timestamps = options.prefix_timestamp;
     if (!options.output_filename.empty()) {
       child.output_file =
           options.output_filename + "/rank." + std::to_string(worker) + "/output.log";

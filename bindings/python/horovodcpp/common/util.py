@@ -6,7 +6,7 @@ import sysconfig
 import warnings
 
 from horovodcpp.common import basics
-from horovodcpp.common.basics import Average, Sum, cuda_built
+from horovodcpp.common.basics import Average, cuda_built
 from horovodcpp.common.exceptions import (  # noqa: F401
     HorovodVersionMismatchError, get_version_mismatch_message)
 
@@ -34,12 +34,7 @@ def get_average_backwards_compatibility_fun(reduce_ops):
     return resolve
 
 
-class _ReduceOps:
-    Average = Average
-    Sum = Sum
-
-
-resolve_op = get_average_backwards_compatibility_fun(_ReduceOps)
+resolve_op = get_average_backwards_compatibility_fun(basics)
 
 
 def gradient_groups(op, gradient_predivide_factor, num_groups, groups, tensor_type):

@@ -1,3 +1,7 @@
+# OpenSSL's libcrypto (HMAC-SHA256, random nonces) authenticates every
+# connection to the job's rendezvous store and TCP control plane.
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+
 # One option per backend: auto-detected when left unset, a configure error
 # when requested (ON) but missing.
 set(HVD_WITH_MPI AUTO CACHE STRING "Build the MPI backend (ON, OFF or AUTO)")

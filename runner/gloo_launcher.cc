@@ -127,6 +127,8 @@ std::vector<ChildSpec> gloo_children(const Options& options,
     env[variable(Setting::kGlooRendezvousPort)] = std::to_string(rendezvous.port);
     // The same store takes the ranks' reports (horovodcpp/core/runtime/hvdrun_link.h).
     env[variable(Setting::kHvdrunStore)] = rendezvous.host + ":" + std::to_string(rendezvous.port);
+    const std::string secret_variable = variable(Setting::kJobSecret);
+    env[secret_variable] = rendezvous.secret;
     if (!options.network_interfaces.empty()) {
       // Gloo uses one interface; NCCL may use them all (as horovodrun does).
       env[variable(Setting::kGlooIface)] = options.network_interfaces.front();
@@ -147,9 +149,15 @@ std::vector<ChildSpec> gloo_children(const Options& options,
     if (is_local_host(p.host)) {
       child.argv = options.command;
     } else {
-      // The remote shell does not carry our environment: the command does.
-      std::string line = "cd " + shell_quote(cwd) + " && exec env";
-      for (const auto& [key, value] : env) line += " " + shell_quote(key + "=" + value);
+      // The remote shell does not carry our environment: the command does,
+      // but for the secret, which comes on the rank's stdin (a command line
+      // is visible to every user of both hosts).
+      std::string line = "cd " + shell_quote(cwd) + " && IFS= read -r " + secret_variable +
+                         " && export " + secret_variable + " && exec env";
+      for (const auto& [key, value] : env) {
+        if (key != secret_variable) line += " " + shell_quote(key + "=" + value);
+      }
+      child.stdin_text = rendezvous.secret + "\n";
       for (const auto& word : options.command) line += " " + shell_quote(word);
       child.argv = remote_shell_words(options, p.host);
       child.argv.push_back(line);

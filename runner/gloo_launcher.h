@@ -17,6 +17,7 @@ namespace hvdrun {
 struct RendezvousAddress {
   std::string host;  // an address every host can reach hvdrun's store at
   int port = 0;
+  std::string secret;  // what the store's clients prove they hold
 };
 
 // True for localhost, 127.x, this machine's hostname and the addresses of

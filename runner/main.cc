@@ -34,6 +34,7 @@
 #include "runner/remote_commands.h"
 #include "settings/settings.h"
 #include "settings/settings_doc.h"
+#include "store/job_auth.h"
 #include "store/tcp_store.h"
 #include "store/tcp_store_server.h"
 
@@ -260,9 +261,11 @@ void check_remote_hosts(const Options& options, const std::vector<std::string>& 
 
 // The store the ranks report to (horovodcpp/core/runtime/hvdrun_link.h): reachable
 // from every host of the job; in Gloo mode also the rendezvous.
-std::unique_ptr<hvd::TcpStoreServer> start_store(const std::vector<std::string>& remote_hosts) {
+// Only connections that prove the job's secret are served (docs/security.md).
+std::unique_ptr<hvd::TcpStoreServer> start_store(bool open_to_others, const std::string& secret) {
   try {
-    return std::make_unique<hvd::TcpStoreServer>(remote_hosts.empty() ? "127.0.0.1" : "0.0.0.0", 0);
+    return std::make_unique<hvd::TcpStoreServer>(open_to_others ? "0.0.0.0" : "127.0.0.1", 0,
+                                                 secret);
   } catch (const std::exception& e) {
     throw LaunchError{std::string("cannot start the rendezvous server: ") + e.what()};
   }
@@ -285,9 +288,11 @@ int run_gloo(const Options& options, const std::vector<RankPlacement>& placement
 
   RendezvousAddress rendezvous;
   rendezvous.host = rendezvous_host(options, remote_hosts);
-  std::unique_ptr<hvd::TcpStoreServer> server = start_store(remote_hosts);
+  rendezvous.secret = hvd::job_auth::new_secret();
+  std::unique_ptr<hvd::TcpStoreServer> server =
+      start_store(!remote_hosts.empty(), rendezvous.secret);
   rendezvous.port = server->port();
-  RankReports reports(rendezvous.port);
+  RankReports reports(rendezvous.port, rendezvous.secret);
 
   char cwd[4096] = {};
   if (getcwd(cwd, sizeof cwd) == nullptr) throw LaunchError{"getcwd() failed"};
@@ -363,14 +368,10 @@ int run_gloo_elastic(const Options& options, const std::map<std::string, std::st
         options.network_interfaces.empty() ? "" : options.network_interfaces.front());
     if (!address.empty()) rendezvous.host = address;
   }
-  std::unique_ptr<hvd::TcpStoreServer> server;
-  try {
-    server = std::make_unique<hvd::TcpStoreServer>(open_to_others ? "0.0.0.0" : "127.0.0.1", 0);
-  } catch (const std::exception& e) {
-    throw LaunchError{std::string("cannot start the rendezvous server: ") + e.what()};
-  }
+  rendezvous.secret = hvd::job_auth::new_secret();
+  std::unique_ptr<hvd::TcpStoreServer> server = start_store(open_to_others, rendezvous.secret);
   rendezvous.port = server->port();
-  hvd::TcpStore store("127.0.0.1", server->port(), std::chrono::seconds(10));
+  hvd::TcpStore store("127.0.0.1", server->port(), std::chrono::seconds(10), rendezvous.secret);
 
   char cwd[4096] = {};
   if (getcwd(cwd, sizeof cwd) == nullptr) throw LaunchError{"getcwd() failed"};
@@ -441,7 +442,8 @@ int run_mpi(Options options, const std::vector<Host>& hosts, int num_proc,
   for (const Host& h : hosts) {
     if (!is_local_host(h.name)) remote_hosts.push_back(h.name);
   }
-  std::unique_ptr<hvd::TcpStoreServer> server = start_store(remote_hosts);
+  const std::string secret = hvd::job_auth::new_secret();
+  std::unique_ptr<hvd::TcpStoreServer> server = start_store(!remote_hosts.empty(), secret);
   try {
     options.rank_settings[hvd::settings::variable(hvd::settings::Setting::kHvdrunStore)] =
         rendezvous_host(options, remote_hosts) + ":" + std::to_string(server->port());
@@ -449,9 +451,14 @@ int run_mpi(Options options, const std::vector<Host>& hosts, int num_proc,
     std::cerr << "hvdrun: warning: the ranks cannot report failures (" << e.message
               << "); a failure ends the job when mpirun ends it\n";
   }
-  RankReports reports(server->port());
+  RankReports reports(server->port(), secret);
+  // mpirun hands it to the ranks from its own environment (-x NAME), so that
+  // no command line shows it.
+  const std::string secret_variable = hvd::settings::variable(hvd::settings::Setting::kJobSecret);
+  launch.forwarded[secret_variable] = secret;
 
   ChildSpec child;
+  child.env[secret_variable] = secret;
   child.argv = mpi_command(options, launch);
   child.mpirun_tags = launch.flavor != MpiFlavor::kMpich;  // Hydra tags with -prepend-rank
   child.timestamps = options.prefix_timestamp;

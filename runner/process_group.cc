@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -126,6 +127,25 @@ struct ExecArgs {
   }
 };
 
+// A pipe's read end (close-on-exec) that holds `text` and then end of file.
+bool stdin_pipe(const std::string& text, int* read_fd, std::string* error) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    *error = std::strerror(errno);
+    return false;
+  }
+  const bool written = text.size() <= PIPE_BUF &&
+                       write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fds[1]);
+  if (!written) {
+    close(fds[0]);
+    *error = "cannot write the child's stdin";
+    return false;
+  }
+  *read_fd = fds[0];
+  return true;
+}
+
 // Starts one child; on failure to fork, returns false with the reason.
 bool start_child(Child& child, std::string* error) {
   const ChildSpec& spec = *child.spec;
@@ -154,6 +174,14 @@ bool start_child(Child& child, std::string* error) {
     *error = std::strerror(errno);
     return false;
   }
+  int stdin_fd = -1;
+  if (!spec.stdin_text.empty() && !stdin_pipe(spec.stdin_text, &stdin_fd, error)) {
+    for (auto& p : pipes) {
+      close(p[0]);
+      close(p[1]);
+    }
+    return false;
+  }
   ExecArgs args(spec);
   // Signals stay blocked until the child has reset its handlers: a TERM sent
   // to its group right after fork must kill it, not run our handler.
@@ -168,8 +196,8 @@ bool start_child(Child& child, std::string* error) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    int null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) dup2(null_fd, 0);
+    if (stdin_fd < 0) stdin_fd = open("/dev/null", O_RDONLY);
+    if (stdin_fd >= 0) dup2(stdin_fd, 0);
     dup2(pipes[0][1], 1);
     dup2(pipes[1][1], 2);
     execvpe(args.argv[0], args.argv.data(), args.envp.data());
@@ -185,6 +213,7 @@ bool start_child(Child& child, std::string* error) {
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   close(pipes[0][1]);
   close(pipes[1][1]);
+  if (stdin_fd >= 0) close(stdin_fd);
   if (pid < 0) {
     close(pipes[0][0]);
     close(pipes[1][0]);

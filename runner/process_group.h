@@ -20,6 +20,9 @@ struct ChildSpec {
   std::string output_file;  // if set, stdout+stderr go to this file instead
   bool mpirun_tags = false;  // the child is `mpirun --tag-output` (runner/output_lines.h)
   bool timestamps = false;   // each line starts with the local time (--prefix-output-with-timestamp)
+  // The child's stdin, then end of file (empty: /dev/null). A few bytes:
+  // it is written to a pipe before the child starts.
+  std::string stdin_text;
 };
 
 struct JobResult {

@@ -54,8 +54,8 @@ std::string describe_failure_report(const std::string& value) {
          report.rank + ": " + report.message + ")";
 }
 
-RankReports::RankReports(int port)
-    : store_(std::make_unique<hvd::TcpStore>("127.0.0.1", port, std::chrono::seconds(5))) {
+RankReports::RankReports(int port, const std::string& secret)
+    : store_(std::make_unique<hvd::TcpStore>("127.0.0.1", port, std::chrono::seconds(5), secret)) {
   store_->set_io_timeout(std::chrono::seconds(2));
 }
 

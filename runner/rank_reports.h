@@ -25,7 +25,7 @@ std::string describe_failure_report(const std::string& value);
 class RankReports {
  public:
   // Reads the store hvdrun serves on this machine at `port`.
-  explicit RankReports(int port);
+  RankReports(int port, const std::string& secret);
   ~RankReports();
 
   // The first failure reported, summed up as describe_failure_report puts

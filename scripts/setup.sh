@@ -10,6 +10,7 @@ packages=(
   g++ cmake make            # toolchain
   libopenmpi-dev openmpi-bin # MPI backend and mpirun
   libgloo-dev               # Gloo backend (TCP)
+  libssl-dev                # libcrypto: the job secret's HMAC (store and TCP control plane)
   libgtest-dev              # GoogleTest for ctest
   iproute2                  # ip netns for the two-host test
   zlib1g-dev                # reading the .gz IDX files of the example

@@ -63,6 +63,7 @@ enum class Setting {
   kGlooRendezvousAddr,
   kGlooRendezvousPort,
   kHvdrunStore,
+  kJobSecret,
   kElasticWorker,
   kElasticRoundTimeout,
   // Read by hvdrun itself.

@@ -186,6 +186,10 @@ std::vector<Entry> build() {
        "Gloo: the port of hvdrun's rendezvous store"},
       {S::kHvdrunStore, "HVDRUN_STORE", kOurs, T::kString, hvdrun, "", 0, 0, "",
        "host:port where a rank reports its failures to hvdrun"},
+      {S::kJobSecret, "JOB_SECRET", kOurs, T::kString, hvdrun, "", 0, 0, "",
+       "the job's secret: what proves a connection to the rendezvous store is the job's",
+       "hvdrun makes a fresh one for each job and hands it to the ranks in their environment "
+       "(never on a command line); see [security](security.md)."},
       {S::kElasticWorker, "ELASTIC_WORKER", kOurs, T::kInt, hvdrun, "", 0, kIntMax, "",
        "elastic jobs: this worker's id"},
       {S::kElasticRoundTimeout, "ELASTIC_ROUND_TIMEOUT", kOurs, T::kSeconds, hvdrun, "630", 0,

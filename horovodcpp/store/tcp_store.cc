@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "store/job_auth.h"
 #include "store/tcp_connect.h"
 #include "store/tcp_store_protocol.h"
 
@@ -22,15 +23,20 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-TcpStore::TcpStore(std::string host, int port, std::chrono::milliseconds connect_timeout)
-    : host_(std::move(host)), port_(port) {
+TcpStore::TcpStore(std::string host, int port, std::chrono::milliseconds connect_timeout,
+                   std::string secret)
+    : host_(std::move(host)), port_(port), secret_(std::move(secret)) {
   HVD_CHECK(port_ > 0 && port_ <= 65535, InvalidArgument,
             "TcpStore: port " << port_ << " of the rendezvous store is out of range");
+  HVD_CHECK(!secret_.empty(), InvalidArgument,
+            "TcpStore: no job secret for the rendezvous store at "
+                << address()
+                << " (HOROVODCPP_JOB_SECRET: hvdrun sets it for its ranks)");
   const auto deadline = Clock::now() + connect_timeout;
   auto pause = std::chrono::milliseconds(10);
   std::string last_error = "connect timed out";
   for (;;) {
-    fd_ = connect_once(host_, port_, AF_INET, deadline, &last_error);
+    fd_ = connect_and_prove(deadline, &last_error);
     if (fd_ >= 0) return;
     const auto now = Clock::now();
     if (now >= deadline) {
@@ -45,6 +51,35 @@ TcpStore::TcpStore(std::string host, int port, std::chrono::milliseconds connect
 
 TcpStore::~TcpStore() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+int TcpStore::connect_and_prove(Clock::time_point deadline, std::string* error) {
+  const int fd = connect_once(host_, port_, AF_INET, deadline, error);
+  if (fd < 0) return -1;
+  job_auth::Outcome outcome;
+  try {
+    // Within the deadline, but never less than a second: a busy server
+    // answers late.
+    outcome = job_auth::prove_to_listener(
+        fd, secret_, std::max(deadline, Clock::now() + std::chrono::seconds(1)),
+        "the rendezvous store at " + address());
+  } catch (const Error& e) {
+    ::close(fd);
+    HVD_THROW(Error, "TcpStore: " << e.what());
+  }
+  if (outcome == job_auth::Outcome::kProved) {
+    refusals_ = 0;
+    return fd;
+  }
+  ::close(fd);
+  if (outcome == job_auth::Outcome::kRefused && ++refusals_ >= kRefusalsBelieved) {
+    HVD_THROW(Error, "TcpStore: the rendezvous store at "
+                         << address()
+                         << " refused this process: its secret is not the job's "
+                            "(HOROVODCPP_JOB_SECRET must be the one hvdrun gave the job)");
+  }
+  *error = "the server was busy (it closed the connection during authentication)";
+  return -1;
 }
 
 std::string TcpStore::address() const { return host_ + ":" + std::to_string(port_); }
@@ -128,7 +163,7 @@ TcpStore::Reply TcpStore::call(unsigned char op, const std::string& key, const s
     }
     // Dropped after a timeout: the server may only be slow, so reconnect.
     std::string error;
-    fd_ = connect_once(host_, port_, AF_INET, deadline, &error);
+    fd_ = connect_and_prove(deadline, &error);
     if (fd_ < 0) {
       lost_reason_ = "reconnecting failed: " + error;
       HVD_THROW(Error, "TcpStore: " << what << ": cannot reconnect to the rendezvous store at "

@@ -1,5 +1,6 @@
 // TcpStore: a Store client of a TcpStoreServer (see tcp_store_protocol.h
-// for the wire format). One connection per client; calls from several
+// for the wire format). One connection per client, which first proves that
+// this process holds the job's secret (store/job_auth.h); calls from several
 // threads are serialized. A lost connection makes every later call throw.
 #pragma once
 
@@ -14,8 +15,10 @@ namespace hvd {
 class TcpStore : public Store {
  public:
   // Connects, retrying until `connect_timeout` (the server may start
-  // later); then throws hvd::Timeout naming host:port.
-  TcpStore(std::string host, int port, std::chrono::milliseconds connect_timeout);
+  // later); then throws hvd::Timeout naming host:port. Throws hvd::Error
+  // when the server does not take `secret` as its job's.
+  TcpStore(std::string host, int port, std::chrono::milliseconds connect_timeout,
+           std::string secret);
   ~TcpStore() override;
 
   TcpStore(const TcpStore&) = delete;
@@ -27,6 +30,10 @@ class TcpStore : public Store {
 
   // How long set/add wait for the server's reply (default 60 s).
   void set_io_timeout(std::chrono::milliseconds timeout) { io_timeout_ = timeout; }
+
+  // Refusals of the secret before the client believes them (a server with
+  // a bad moment closes a connection too).
+  static constexpr int kRefusalsBelieved = 3;
 
   // "host:port", as used in error messages.
   std::string address() const;
@@ -47,9 +54,15 @@ class TcpStore : public Store {
                 std::chrono::steady_clock::time_point deadline);
   [[noreturn]] void lose(const std::string& what, const std::string& reason);
   void check_sizes(const std::string& key, std::size_t value_size, const char* what) const;
+  // Connects once and proves the secret: the descriptor, or -1 with
+  // `error` set when it may be tried again; throws once the server has
+  // refused the secret kRefusalsBelieved times, or proved another one.
+  int connect_and_prove(std::chrono::steady_clock::time_point deadline, std::string* error);
 
   std::string host_;
   int port_;
+  std::string secret_;
+  int refusals_ = 0;  // a server shedding load closes a connection before the proof too
   int fd_ = -1;
   std::string lost_reason_;  // why the connection is gone, when fd_ < 0
   std::chrono::milliseconds io_timeout_{60000};

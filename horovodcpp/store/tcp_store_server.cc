@@ -15,23 +15,34 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "base/check.h"
 #include "store/counter.h"
+#include "store/job_auth.h"
+#include "store/tcp_connect.h"
 #include "store/tcp_store_protocol.h"
 
 namespace hvd {
 namespace {
 
 namespace proto = store_protocol;
+using Clock = std::chrono::steady_clock;
 
 // Stop reading a client's requests while this much of its replies is unsent.
 constexpr std::size_t kOutputHighWater = 1 << 20;
 // Most bytes read from one client per poll round (fairness).
 constexpr std::size_t kReadBudget = 4 << 20;
+// At most this many connections wait to prove the secret; beyond it the
+// longest waiting are closed (a client's proof takes well under a
+// millisecond, and TcpStore tries again when closed before the challenge).
+constexpr std::size_t kMaxUnproven = 1024;
+constexpr int kAcceptsPerRound = 64;
+// Refusals logged one by one; later ones are only counted.
+constexpr long long kRefusalsLogged = 10;
 
 struct Connection {
   int fd = -1;
@@ -39,6 +50,11 @@ struct Connection {
   std::string out;
   std::size_t out_off = 0;
   bool closing = false;
+  // Until the client has proved the secret: the exchange, its deadline and
+  // the peer's address for the log.
+  std::unique_ptr<job_auth::ListenerSide> auth;
+  Clock::time_point prove_by;
+  std::string peer;
 
   std::size_t pending_out() const { return out.size() - out_off; }
 };
@@ -117,9 +133,11 @@ class Handler {
 
 void read_from(Connection* c) {
   char buffer[64 * 1024];
-  std::size_t budget = kReadBudget;
+  // Before its proof, a client has nothing else to say.
+  std::size_t budget = c->auth ? job_auth::kProofSize - std::min(c->in.size(), job_auth::kProofSize)
+                               : kReadBudget;
   while (budget > 0) {
-    ssize_t n = ::recv(c->fd, buffer, sizeof(buffer), 0);
+    ssize_t n = ::recv(c->fd, buffer, std::min(sizeof(buffer), budget), 0);
     if (n > 0) {
       c->in.append(buffer, static_cast<std::size_t>(n));
       budget -= std::min(budget, static_cast<std::size_t>(n));
@@ -148,8 +166,11 @@ void write_to(Connection* c) {
   c->out_off = 0;
 }
 
-void accept_all(int listen_fd, std::vector<std::unique_ptr<Connection>>* conns) {
-  for (;;) {
+// Accepts what waits, up to kAcceptsPerRound, so that a flood of
+// connections does not keep the server from the ones it has.
+void accept_some(int listen_fd, const std::string& secret,
+                 std::vector<std::unique_ptr<Connection>>* conns) {
+  for (int accepted = 0; accepted < kAcceptsPerRound; ++accepted) {
     int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -162,15 +183,93 @@ void accept_all(int listen_fd, std::vector<std::unique_ptr<Connection>>* conns) 
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     auto c = std::make_unique<Connection>();
     c->fd = fd;
+    c->auth = std::make_unique<job_auth::ListenerSide>(secret);
+    c->out = c->auth->challenge();
+    c->prove_by = Clock::now() + TcpStoreServer::kHandshakeTimeout;
+    c->peer = job_auth::peer_address(fd);
+    write_to(c.get());
     conns->push_back(std::move(c));
   }
 }
 
+void refuse(Connection* c, const char* why, std::atomic<long long>* refused) {
+  c->closing = true;
+  const long long count = ++*refused;
+  if (count <= kRefusalsLogged) {
+    std::fprintf(stderr, "horovodcpp: rendezvous store: refused %s: %s%s\n", c->peer.c_str(), why,
+                 count == kRefusalsLogged ? " (further refusals are counted, not logged)" : "");
+  }
+}
+
+// Checks a client's proof once it is all there (or the client is gone).
+void authenticate(Connection* c, std::atomic<long long>* refused) {
+  if (c->in.size() < job_auth::kProofSize) {
+    if (c->closing) refuse(c, "closed the connection before proving the job's secret", refused);
+    return;
+  }
+  const std::optional<std::string> reply =
+      c->auth->answer(c->in.substr(0, job_auth::kProofSize));
+  if (!reply) {
+    refuse(c, "no proof of the job's secret (another job's client, or not a horovodcpp client)",
+           refused);
+    return;
+  }
+  c->in.erase(0, job_auth::kProofSize);
+  c->out.append(*reply);
+  c->auth.reset();
+}
+
+// Closes the connections that did not prove the secret in time, and the
+// longest waiting beyond kMaxUnproven; returns poll()'s timeout until the
+// next deadline (-1: none).
+int expire_unproven(const std::vector<std::unique_ptr<Connection>>& conns,
+                    std::atomic<long long>* refused) {
+  const Clock::time_point now = Clock::now();
+  std::vector<Connection*> unproven;
+  for (const auto& c : conns) {
+    if (!c->auth || c->closing) continue;
+    if (c->prove_by <= now) {
+      refuse(c.get(), "did not prove the job's secret in time", refused);
+    } else {
+      unproven.push_back(c.get());
+    }
+  }
+  if (unproven.size() > kMaxUnproven) {
+    std::sort(unproven.begin(), unproven.end(),
+              [](const Connection* a, const Connection* b) { return a->prove_by < b->prove_by; });
+    for (std::size_t i = 0; i < unproven.size() - kMaxUnproven; ++i) {
+      // Perhaps one of the job's, that tries again when it reads this.
+      Connection* c = unproven[i];
+      c->out.append(job_auth::ListenerSide::busy());
+      write_to(c);
+      refuse(c, "too many connections waiting to prove the job's secret", refused);
+    }
+    unproven.erase(unproven.begin(), unproven.end() - kMaxUnproven);
+  }
+  if (unproven.empty()) return -1;
+  Clock::time_point next = unproven.front()->prove_by;
+  for (const Connection* c : unproven) next = std::min(next, c->prove_by);
+  return std::max(1, remaining_ms(next));
+}
+
+void close_finished(std::vector<std::unique_ptr<Connection>>& conns) {
+  for (auto& c : conns) {
+    if (c->closing) {
+      ::close(c->fd);
+      c.reset();
+    }
+  }
+  conns.erase(std::remove(conns.begin(), conns.end(), nullptr), conns.end());
+}
+
 }  // namespace
 
-TcpStoreServer::TcpStoreServer(const std::string& bind_address, int port) {
+TcpStoreServer::TcpStoreServer(const std::string& bind_address, int port, std::string secret)
+    : secret_(std::move(secret)) {
   HVD_CHECK(port >= 0 && port <= 65535, InvalidArgument,
             "TcpStoreServer: port " << port << " is out of range");
+  HVD_CHECK(!secret_.empty(), InvalidArgument,
+            "TcpStoreServer: no secret: every client must prove the job's secret");
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
@@ -234,6 +333,10 @@ TcpStoreServer::~TcpStoreServer() {
   ssize_t ignored = ::write(wake_write_fd_, &byte, 1);
   (void)ignored;
   if (thread_.joinable()) thread_.join();
+  if (refused_.load() > kRefusalsLogged) {
+    std::fprintf(stderr, "horovodcpp: rendezvous store: refused %lld connections in all\n",
+                 refused_.load());
+  }
   ::close(listen_fd_);
   ::close(wake_read_fd_);
   ::close(wake_write_fd_);
@@ -244,6 +347,8 @@ void TcpStoreServer::serve() {
   std::vector<std::unique_ptr<Connection>> conns;
   std::vector<pollfd> fds;
   while (!stop_.load()) {
+    const int timeout = expire_unproven(conns, &refused_);
+    close_finished(conns);
     fds.clear();
     fds.push_back({wake_read_fd_, POLLIN, 0});
     fds.push_back({listen_fd_, POLLIN, 0});
@@ -253,7 +358,7 @@ void TcpStoreServer::serve() {
       if (c->pending_out() > 0) events |= POLLOUT;
       fds.push_back({c->fd, events, 0});
     }
-    int ready = ::poll(fds.data(), fds.size(), -1);
+    int ready = ::poll(fds.data(), fds.size(), timeout);
     if (ready < 0) {
       if (errno == EINTR) continue;
       std::fprintf(stderr, "horovodcpp: TcpStoreServer: poll failed: %s\n", std::strerror(errno));
@@ -268,29 +373,25 @@ void TcpStoreServer::serve() {
       try {
         if (revents & POLLNVAL) c->closing = true;
         if (!c->closing && (revents & (POLLIN | POLLHUP | POLLERR))) read_from(c);
+        if (c->auth) authenticate(c, &refused_);
         // Serve, send, and go on while the replies drain at once (requests
         // beyond the output high-water mark wait in `in`).
         while (!c->closing) {
           const std::size_t buffered = c->in.size();
-          handler.process(c);
+          if (!c->auth) handler.process(c);
           if (!c->closing && c->pending_out() > 0) write_to(c);
-          if (c->pending_out() > 0 || c->in.size() == buffered) break;
+          if (c->auth || c->pending_out() > 0 || c->in.size() == buffered) break;
         }
       } catch (const std::bad_alloc&) {
         c->closing = true;
       }
     }
-    for (auto& c : conns) {
-      if (c->closing) {
-        ::close(c->fd);
-        c.reset();
-      }
-    }
-    conns.erase(std::remove(conns.begin(), conns.end(), nullptr), conns.end());
+    close_finished(conns);
     if (fds[1].revents & POLLIN) {
       try {
-        accept_all(listen_fd_, &conns);
-      } catch (const std::bad_alloc&) {
+        accept_some(listen_fd_, secret_, &conns);
+      } catch (const std::exception&) {
+        // Out of memory or entropy: the clients waiting retry.
       }
     }
   }

@@ -1,9 +1,14 @@
 // TcpStoreServer: the in-memory key-value server TcpStore clients talk to
-// (run by hvdrun or by rank 0). One background thread serves every client
-// with poll(); the destructor stops it and closes every connection.
+// (run by hvdrun). One background thread serves every client with poll();
+// the destructor stops it and closes every connection. A connection is
+// served only once it has proved that it holds the job's secret
+// (store/job_auth.h); one that does not, or that does not finish within
+// kHandshakeTimeout, is closed, and its peer address logged (a bounded
+// number of times).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 
@@ -11,9 +16,13 @@ namespace hvd {
 
 class TcpStoreServer {
  public:
-  // Binds `bind_address`:`port` (port 0: any free port) and starts serving.
-  // Throws hvd::Error when the address cannot be bound.
-  explicit TcpStoreServer(const std::string& bind_address = "0.0.0.0", int port = 0);
+  // How long a new connection has to prove that it holds the secret.
+  static constexpr std::chrono::seconds kHandshakeTimeout{10};
+
+  // Binds `bind_address`:`port` (port 0: any free port) and starts serving
+  // clients that hold `secret` (not empty). Throws hvd::Error when the
+  // address cannot be bound.
+  TcpStoreServer(const std::string& bind_address, int port, std::string secret);
   ~TcpStoreServer();
 
   TcpStoreServer(const TcpStoreServer&) = delete;
@@ -21,6 +30,8 @@ class TcpStoreServer {
 
   // The port actually bound.
   int port() const { return port_; }
+  // Connections closed so far for not proving the secret.
+  long long refused() const { return refused_.load(); }
 
  private:
   void serve();
@@ -29,6 +40,8 @@ class TcpStoreServer {
   int wake_read_fd_ = -1;
   int wake_write_fd_ = -1;
   int port_ = 0;
+  std::string secret_;
+  std::atomic<long long> refused_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -11,6 +11,7 @@
 // file store.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,6 +34,8 @@
 #include "fault_subjob.h"
 #include "horovodcpp/errors.h"
 #include "settings/settings.h"
+#include "store/job_auth.h"
+#include "store/tcp_connect.h"
 
 namespace hvd {
 namespace {
@@ -53,6 +57,78 @@ std::unique_ptr<Controller> make_tcp(Controller& setup, int fan_out,
   options.fan_out = fan_out;
   return TcpController::connect(setup, options, "nothing");
 }
+
+// The setup controller, as TcpController::connect uses it, with strangers:
+// once the listeners' addresses are out, a stranger tries rank 0's listener
+// with the wrong key, then floods it (idle connections beyond what it keeps,
+// garbage) while the children wait a moment before connecting. The plane
+// must connect all the same, and refuse the stranger.
+class SetupWithStrangers : public Controller {
+ public:
+  explicit SetupWithStrangers(Controller& inner) : inner_(inner) {}
+  ~SetupWithStrangers() override {
+    if (stranger_.joinable()) stranger_.join();
+    for (int fd : idle_) ::close(fd);
+  }
+  const Topology& topology() const override { return inner_.topology(); }
+  std::vector<std::string> gather_to_root(const std::string& message) override {
+    return inner_.gather_to_root(message);
+  }
+  void bitwise_and(std::vector<std::uint64_t>& words) override { inner_.bitwise_and(words); }
+  std::string broadcast_from_root(const std::string& message) override {
+    std::string table = inner_.broadcast_from_root(message);
+    // The key, then "address port" of each rank.
+    std::istringstream lines(table);
+    std::string key, line;
+    std::getline(lines, key);
+    for (int r = 0; std::getline(lines, line); ++r) {
+      // Rank 0's listener: the only one that accepts in a star of this size.
+      if (r == 0 && topology().rank == 0) stranger_ = std::thread([this, line] { flood(line); });
+    }
+    if (topology().rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    return table;
+  }
+  // How the stranger's proof with the wrong key ended (-1: it never got an answer).
+  int wrong_key_outcome() {
+    if (stranger_.joinable()) stranger_.join();
+    return wrong_key_outcome_;
+  }
+
+ private:
+  void flood(const std::string& address) {
+    std::istringstream fields(address);
+    std::string host;
+    int port = 0;
+    fields >> host >> port;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    std::string error;
+    const int fd = connect_once(host, port, AF_UNSPEC, deadline, &error);
+    if (fd < 0) return;
+    try {
+      wrong_key_outcome_ = static_cast<int>(
+          job_auth::prove_to_listener(fd, "not the job's key", deadline, "the listener"));
+    } catch (const std::exception&) {
+    }
+    ::close(fd);
+    for (int i = 0; i < 80; ++i) {  // idle: more than the listener keeps waiting
+      const int fd = connect_once(host, port, AF_UNSPEC, deadline, &error);
+      if (fd >= 0) idle_.push_back(fd);
+    }
+    for (int i = 0; i < 20; ++i) {  // garbage of a proof's length and more
+      const int fd = connect_once(host, port, AF_UNSPEC, deadline, &error);
+      if (fd < 0) continue;
+      const std::string garbage(100 + i, static_cast<char>('a' + i));
+      (void)!::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL);
+      ::close(fd);
+    }
+  }
+
+  Controller& inner_;
+  std::thread stranger_;
+  std::vector<int> idle_;
+  int wrong_key_outcome_ = -1;
+};
+int g_wrong_key_outcome = -1;
 
 // Rank-dependent bytes, every value of a byte.
 std::string pattern(int rank, std::size_t length, int salt) {
@@ -178,7 +254,16 @@ TEST_P(PlaneTest, BitVectorsOfDifferentLengthsRejectedEverywhere) {
   EXPECT_EQ(same, std::vector<std::uint64_t>(3, 3));
 }
 
-INSTANTIATE_TEST_SUITE_P(Planes, PlaneTest, ::testing::Values("shm", "tcp", "tcp_chain"),
+// The star of "tcp_strangers" was connected while strangers crowded its
+// root's listener: the one with the wrong key was refused.
+TEST(TcpPlaneTest, StrangersAreRefusedAndTheRanksConnect) {
+  if (topology().size < 2) GTEST_SKIP() << "needs a child of rank 0";
+  if (topology().rank != 0) return;
+  EXPECT_EQ(g_wrong_key_outcome, static_cast<int>(job_auth::Outcome::kRefused));
+}
+
+INSTANTIATE_TEST_SUITE_P(Planes, PlaneTest,
+                         ::testing::Values("shm", "tcp", "tcp_chain", "tcp_strangers"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });
@@ -372,7 +457,10 @@ int main(int argc, char** argv) {
     // ranks play several hosts (hvdrun -H 127.0.0.1:2,127.0.0.2:2).
     hvd::g_planes["tcp"] = hvd::make_tcp(setup, 8, timeout);
     hvd::g_planes["tcp_chain"] = hvd::make_tcp(setup, 1, timeout);
-    if (!hvd::g_planes["tcp"] || !hvd::g_planes["tcp_chain"]) {
+    hvd::SetupWithStrangers crowded(setup);
+    hvd::g_planes["tcp_strangers"] = hvd::make_tcp(crowded, 8, timeout);
+    hvd::g_wrong_key_outcome = crowded.wrong_key_outcome();
+    if (!hvd::g_planes["tcp"] || !hvd::g_planes["tcp_chain"] || !hvd::g_planes["tcp_strangers"]) {
       throw std::runtime_error("the TCP control plane could not be connected");
     }
   } catch (const std::exception& e) {

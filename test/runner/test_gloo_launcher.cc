@@ -56,12 +56,14 @@ TEST(GlooChildren, LocalRankEnvironmentAndArgv) {
   Options options = job();
   options.rank_settings = {{"HOROVODCPP_FUSION_THRESHOLD", "1048576"}, {"NCCL_IB_DISABLE", "1"}};
   Env forwarded = {{"PATH", "/usr/bin"}, {"HOROVODCPP_RANK", "stale"}};
-  auto children = gloo_children(options, two_hosts(), {"10.0.0.5", 4242}, forwarded, "/work");
+  auto children =
+      gloo_children(options, two_hosts(), {"10.0.0.5", 4242, "s3cret"}, forwarded, "/work");
   ASSERT_EQ(children.size(), 3u);
   const ChildSpec& c = children[1];
   EXPECT_EQ(c.argv, (Argv{"python3", "train.py", "--lr", "0.1"}));
   EXPECT_EQ(c.label, "[1]");
   EXPECT_EQ(c.output_file, "");
+  EXPECT_EQ(c.stdin_text, "");  // a local rank's secret is in its environment
   EXPECT_EQ(c.env, (Env{{"PATH", "/usr/bin"},
                         {"HOROVODCPP_RANK", "1"},
                         {"HOROVODCPP_SIZE", "3"},
@@ -81,6 +83,7 @@ TEST(GlooChildren, LocalRankEnvironmentAndArgv) {
                         {"HOROVODCPP_GLOO_RENDEZVOUS_ADDR", "10.0.0.5"},
                         {"HOROVODCPP_GLOO_RENDEZVOUS_PORT", "4242"},
                         {"HOROVODCPP_HVDRUN_STORE", "10.0.0.5:4242"},
+                        {"HOROVODCPP_JOB_SECRET", "s3cret"},
                         {"HOROVODCPP_FUSION_THRESHOLD", "1048576"},
                         {"NCCL_IB_DISABLE", "1"}}));
 }
@@ -102,11 +105,14 @@ TEST(GlooChildren, RemoteRankRunsThroughSsh) {
   options.ssh_port = 2222;
   options.ssh_identity_file = "/keys/id rsa";
   Env forwarded = {{"PATH", "/opt/a b:/usr/bin"}};
-  auto children = gloo_children(options, two_hosts(), {"10.0.0.5", 4242}, forwarded, "/my work");
+  auto children =
+      gloo_children(options, two_hosts(), {"10.0.0.5", 4242, "s3cret"}, forwarded, "/my work");
   const ChildSpec& c = children[2];
   EXPECT_EQ(c.label, "[2]");
+  // The secret comes on stdin: a command line is visible to every user.
   std::string command =
-      "cd '/my work' && exec env HOROVODCPP_CPU_OPERATIONS=gloo HOROVODCPP_CROSS_RANK=1 "
+      "cd '/my work' && IFS= read -r HOROVODCPP_JOB_SECRET && export HOROVODCPP_JOB_SECRET && "
+      "exec env HOROVODCPP_CPU_OPERATIONS=gloo HOROVODCPP_CROSS_RANK=1 "
       "HOROVODCPP_CROSS_SIZE=2 HOROVODCPP_GLOO_RENDEZVOUS_ADDR=10.0.0.5 "
       "HOROVODCPP_GLOO_RENDEZVOUS_PORT=4242 HOROVODCPP_HOSTNAME=10.255.255.1 "
       "HOROVODCPP_HVDRUN_STORE=10.0.0.5:4242 "
@@ -116,6 +122,7 @@ TEST(GlooChildren, RemoteRankRunsThroughSsh) {
       "'PATH=/opt/a b:/usr/bin' python3 'my script.py' --name 'it'\\''s $HOME'";
   EXPECT_EQ(c.argv, (Argv{"ssh", "-o", "BatchMode=yes", "-p", "2222", "-i", "/keys/id rsa",
                           "10.255.255.1", command}));
+  EXPECT_EQ(c.stdin_text, "s3cret\n");
   // The rank's variables stay in env as well (failure messages name the host).
   EXPECT_EQ(c.env.at("HOROVODCPP_RANK"), "2");
   EXPECT_EQ(c.env.at("HOROVODCPP_HOSTNAME"), "10.255.255.1");
@@ -130,7 +137,8 @@ TEST(GlooChildren, RemoteShellTemplate) {
   ASSERT_EQ(argv.size(), 7u);
   EXPECT_EQ(Argv(argv.begin(), argv.end() - 1),
             (Argv{"ip", "netns", "exec", "hvdt-10.255.255.1", "sh", "-c"}));
-  EXPECT_EQ(argv.back().substr(0, 18), "cd /w && exec env ");
+  EXPECT_EQ(argv.back().substr(0, 9), "cd /w && ");
+  EXPECT_NE(argv.back().find(" && exec env "), std::string::npos);
   EXPECT_EQ(argv.back().substr(argv.back().size() - 7), " worker");
   // Local ranks never go through the remote shell.
   EXPECT_EQ(children[0].argv, (Argv{"worker"}));

@@ -86,6 +86,17 @@ TEST_F(ProcessGroupTest, AllSucceedAndOutputIsPrefixed) {
   EXPECT_EQ(read("sub/dir/r1.log"), "[1]<stdout>: hi from one\n");
 }
 
+TEST_F(ProcessGroupTest, StdinTextReachesTheChildThenEndOfFile) {
+  std::vector<ChildSpec> children = {
+      shell("IFS= read -r line && echo \"got $line\" && cat && echo eof", "[0]", "r0.log"),
+      shell("cat; echo empty", "[1]", "r1.log")};
+  children[0].stdin_text = "the secret\n";
+  JobResult result = run_process_group(children, 1.0);
+  EXPECT_EQ(result.exit_code, 0) << result.failure;
+  EXPECT_EQ(read("r0.log"), "[0]<stdout>: got the secret\n[0]<stdout>: eof\n");
+  EXPECT_EQ(read("r1.log"), "[1]<stdout>: empty\n");  // /dev/null by default
+}
+
 TEST_F(ProcessGroupTest, RelaysToHvdrunStdoutAndUnlabelledAsIs) {
   std::string captured = dir_ + "/stdout.txt";
   fflush(stdout);

@@ -51,11 +51,13 @@ TEST_F(HvdrunLinkTest, NothingWithoutHvdrun) {
 }
 
 TEST_F(HvdrunLinkTest, ReportsThePidAndTheFirstFailure) {
-  TcpStoreServer server("127.0.0.1", 0);
+  TcpStoreServer server("127.0.0.1", 0, "the job's secret");
   setenv("HOROVODCPP_HVDRUN_STORE", ("127.0.0.1:" + std::to_string(server.port())).c_str(), 1);
+  setenv("HOROVODCPP_JOB_SECRET", "the job's secret", 1);
   std::unique_ptr<HvdrunLink> link = HvdrunLink::connect(2);
+  unsetenv("HOROVODCPP_JOB_SECRET");
   ASSERT_NE(link, nullptr);
-  TcpStore store("127.0.0.1", server.port(), std::chrono::seconds(5));
+  TcpStore store("127.0.0.1", server.port(), std::chrono::seconds(5), "the job's secret");
   const auto now = std::chrono::milliseconds(1000);
   EXPECT_EQ(store.get("hvdrun/pid/2", now), std::to_string(getpid()));
 

@@ -90,7 +90,8 @@ Topology topology_from_environment() {
 std::shared_ptr<Store> store_from_environment(const Topology& topology,
                                               std::chrono::milliseconds timeout) {
   if (const std::optional<RendezvousAddress> address = rendezvous_address()) {
-    return std::make_shared<TcpStore>(address->host, address->port, timeout);
+    return std::make_shared<TcpStore>(address->host, address->port, timeout,
+                                      settings::read_string(Setting::kJobSecret));
   }
   if (settings::is_set(Setting::kGlooFileStore)) {
     const std::string directory = settings::read_string(Setting::kGlooFileStore);

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <random>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -19,6 +19,7 @@
 #include "base/check.h"
 #include "core/diagnostics/logging.h"
 #include "core/runtime/usable_cpus.h"
+#include "store/job_auth.h"
 #include "store/tcp_connect.h"
 
 namespace hvd {
@@ -59,23 +60,23 @@ int listen_on(const std::string& address, int backlog, int* port) {
   return fd;
 }
 
-std::uint64_t random_token() {
-  std::uint64_t bits =
-      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  try {
-    std::random_device device;
-    bits ^= (static_cast<std::uint64_t>(device()) << 32) | device();
-  } catch (const std::exception&) {
-    // No entropy source: the clock still tells jobs apart.
-  }
-  return bits;
-}
-
-// What a child says first: the job's token and its rank.
+// What a child says first, once it has proved the key: its rank.
 struct Hello {
-  std::uint64_t token;
   std::int64_t rank;
 };
+
+// A connection that has not proved the key yet.
+struct Unproven {
+  int fd;
+  job_auth::ListenerSide auth;
+  std::string proof;
+  Clock::time_point by;
+};
+
+// How long a connection may take to prove the key (a child does so at once).
+constexpr std::chrono::seconds kProveWithin{2};
+// Connections kept waiting to prove it; beyond, the longest waiting go.
+constexpr std::size_t kMaxUnproven = 64;
 
 // A gathered message travels up as (rank, length, bytes).
 void append_record(std::string& to, int rank, const std::string& message) {
@@ -178,19 +179,21 @@ std::unique_ptr<TcpController> TcpController::connect(Controller& setup,
   }
   std::string problems = agree_on_errors(setup, error);
   std::vector<std::string> addresses;
-  std::uint64_t token = 0;
+  std::string key;
   if (problems.empty()) {
     const std::vector<std::string> gathered = setup.gather_to_root(mine);
+    // The key travels only through the setup controller (MPI, or the
+    // store that itself admits only the job's processes).
     std::ostringstream table;
-    table << random_token();
+    if (topology.rank == kRoot) table << job_auth::new_secret();
     for (const std::string& address : gathered) table << "\n" << address;
     std::istringstream lines(setup.broadcast_from_root(table.str()));
-    lines >> token;
+    lines >> key;
     for (std::string line; std::getline(lines, line);) {
       if (!line.empty()) addresses.push_back(line);
     }
     try {
-      controller->connect_tree(listener, addresses, token);
+      controller->connect_tree(listener, addresses, key);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -207,68 +210,149 @@ std::unique_ptr<TcpController> TcpController::connect(Controller& setup,
 }
 
 void TcpController::connect_tree(int listener, const std::vector<std::string>& addresses,
-                                 std::uint64_t token) {
-  const int rank = topology_.rank;
+                                 const std::string& key) {
   HVD_CHECK_EQ(addresses.size(), static_cast<std::size_t>(topology_.size), BackendError,
                "TCP control setup: wrong number of addresses");
   const Clock::time_point deadline = Clock::now() + timeout_;
-  if (rank != kRoot) {
-    const int parent = parent_of(rank);
-    std::istringstream fields(addresses[parent]);
-    std::string host;
-    int port = 0;
-    fields >> host >> port;
-    std::string error = "timed out";
-    int fd = -1;
-    // The parent listens already; a refused attempt (its backlog full) is retried.
-    while (fd < 0 && Clock::now() < deadline) {
-      fd = connect_once(host, port, AF_UNSPEC, deadline, &error);
-      if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (topology_.rank != kRoot) connect_to_parent(addresses, key, deadline);
+  accept_children(listener, key, deadline);
+  for (const auto& child : children_) child_links_.push_back(child.get());
+}
+
+void TcpController::connect_to_parent(const std::vector<std::string>& addresses,
+                                      const std::string& key, Clock::time_point deadline) {
+  const int parent = parent_of(topology_.rank);
+  std::istringstream fields(addresses[parent]);
+  std::string host;
+  int port = 0;
+  fields >> host >> port;
+  const std::string peer = "rank " + std::to_string(parent) + " at " + addresses[parent];
+  std::string error = "timed out";
+  int fd = -1;
+  // The parent listens already; a refused attempt (its backlog full, or
+  // strangers crowding it) is retried.
+  while (fd < 0 && Clock::now() < deadline) {
+    fd = connect_once(host, port, AF_UNSPEC, deadline, &error);
+    if (fd >= 0) {
+      const job_auth::Outcome outcome = job_auth::prove_to_listener(fd, key, deadline, peer);
+      if (outcome == job_auth::Outcome::kRefused) {
+        ::close(fd);
+        HVD_THROW(BackendError, peer << " refused this rank's proof of the job's key");
+      }
+      if (outcome == job_auth::Outcome::kBusy) {
+        ::close(fd);
+        fd = -1;
+        error = "it was busy";
+      }
     }
-    HVD_CHECK(fd >= 0, BackendError,
-              "cannot connect to rank " << parent << " at " << addresses[parent] << ": " << error);
-    parent_ = std::make_unique<TcpLink>(fd, parent);
-    const Hello hello{token, rank};
-    parent_->send(FrameKind::kHello, 0, &hello, sizeof hello, deadline, kSetup);
+    if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  // The children, in whatever order they come; strangers are turned away.
+  HVD_CHECK(fd >= 0, BackendError, "cannot connect to " << peer << ": " << error);
+  parent_ = std::make_unique<TcpLink>(fd, parent);
+  const Hello hello{topology_.rank};
+  parent_->send(FrameKind::kHello, 0, &hello, sizeof hello, deadline, kSetup);
+}
+
+// The children, in whatever order they come. Each proves the key before it
+// may say its rank; strangers are closed without holding up the others.
+void TcpController::accept_children(int listener, const std::string& key,
+                                    Clock::time_point deadline) {
+  const int rank = topology_.rank;
   children_.resize(child_patience_.size());
+  std::vector<Unproven> unproven;
+  const auto drop = [&unproven](std::size_t i) {
+    ::close(unproven[i].fd);
+    unproven.erase(unproven.begin() + static_cast<std::ptrdiff_t>(i));
+  };
   std::size_t connected = 0;
   while (connected < children_.size()) {
-    pollfd p{listener, POLLIN, 0};
-    const int ready = ::poll(&p, 1, remaining_ms(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    HVD_CHECK(ready > 0, BackendError,
+    const Clock::time_point now = Clock::now();
+    for (std::size_t i = unproven.size(); i-- > 0;) {
+      if (unproven[i].by <= now) drop(i);
+    }
+    Clock::time_point wake = deadline;
+    std::vector<pollfd> fds{{listener, POLLIN, 0}};
+    for (const Unproven& u : unproven) {
+      fds.push_back({u.fd, POLLIN, 0});
+      wake = std::min(wake, u.by);
+    }
+    HVD_CHECK(now < deadline, BackendError,
               "rank " << rank << " waited in vain for its children (ranks " << first_child_of(rank)
                       << " to " << first_child_of(rank) + children_.size() - 1 << ") to connect");
-    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    auto link = std::make_unique<TcpLink>(fd, -1);
-    try {
-      tcp::receive_frames({link.get()}, {deadline}, Clock::duration(0), kSetup);
-    } catch (const Error&) {
-      continue;  // not one of ours
+    const int ready = ::poll(fds.data(), fds.size(), remaining_ms(wake));
+    if (ready <= 0) continue;  // EINTR or a deadline: checked above
+    // Proofs first (fds[i + 1] is unproven[i]), then new connections.
+    for (std::size_t i = unproven.size(); i-- > 0;) {
+      if (fds[i + 1].revents == 0) continue;
+      Unproven& u = unproven[i];
+      char buffer[job_auth::kProofSize];
+      const ssize_t n = ::recv(u.fd, buffer, job_auth::kProofSize - u.proof.size(), 0);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (n <= 0) {
+        drop(i);
+        continue;
+      }
+      u.proof.append(buffer, static_cast<std::size_t>(n));
+      if (u.proof.size() < job_auth::kProofSize) continue;
+      const std::optional<std::string> reply = u.auth.answer(u.proof);
+      if (!reply || ::send(u.fd, reply->data(), reply->size(), MSG_NOSIGNAL) !=
+                        static_cast<ssize_t>(reply->size())) {
+        HVD_LOG(Warning) << "TCP control setup: closed a connection from "
+                         << job_auth::peer_address(u.fd) << " that did not prove the job's key";
+        drop(i);
+        continue;
+      }
+      const int fd = u.fd;
+      unproven.erase(unproven.begin() + static_cast<std::ptrdiff_t>(i));
+      if (adopt_child(fd, deadline)) ++connected;
     }
-    Hello hello{};
-    const std::string& payload = link->payload();
-    if (link->header().kind != static_cast<std::uint32_t>(FrameKind::kHello) ||
-        payload.size() != sizeof hello) {
-      continue;
+    if (fds[0].revents & POLLIN) {
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      job_auth::ListenerSide auth(key);
+      const std::string challenge = auth.challenge();
+      if (::send(fd, challenge.data(), challenge.size(), MSG_NOSIGNAL) !=
+          static_cast<ssize_t>(challenge.size())) {
+        ::close(fd);
+        continue;
+      }
+      unproven.push_back({fd, std::move(auth), std::string(), std::min(deadline, now + kProveWithin)});
+      if (unproven.size() > kMaxUnproven) {
+        const std::string busy = job_auth::ListenerSide::busy();
+        (void)!::send(unproven.front().fd, busy.data(), busy.size(), MSG_NOSIGNAL);
+        drop(0);
+      }
     }
-    std::memcpy(&hello, payload.data(), sizeof hello);
-    const std::int64_t index = hello.rank - first_child_of(rank);
-    if (hello.token != token || index < 0 || index >= static_cast<std::int64_t>(children_.size()) ||
-        children_[index]) {
-      continue;
-    }
-    link->set_peer(static_cast<int>(hello.rank));
-    link->next_frame();
-    children_[index] = std::move(link);
-    ++connected;
   }
-  for (const auto& child : children_) child_links_.push_back(child.get());
+}
+
+// A child that proved the key says its rank; true when it is one of this
+// rank's children not connected yet.
+bool TcpController::adopt_child(int fd, Clock::time_point deadline) {
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  auto link = std::make_unique<TcpLink>(fd, -1);
+  try {
+    tcp::receive_frames({link.get()}, {std::min(deadline, Clock::now() + kProveWithin)},
+                        Clock::duration(0), kSetup);
+  } catch (const Error&) {
+    return false;
+  }
+  Hello hello{};
+  const std::string& payload = link->payload();
+  if (link->header().kind != static_cast<std::uint32_t>(FrameKind::kHello) ||
+      payload.size() != sizeof hello) {
+    return false;
+  }
+  std::memcpy(&hello, payload.data(), sizeof hello);
+  const std::int64_t index = hello.rank - first_child_of(topology_.rank);
+  if (index < 0 || index >= static_cast<std::int64_t>(children_.size()) || children_[index]) {
+    return false;
+  }
+  link->set_peer(static_cast<int>(hello.rank));
+  link->next_frame();
+  children_[index] = std::move(link);
+  return true;
 }
 
 template <typename Collective>

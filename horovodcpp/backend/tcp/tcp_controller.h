@@ -61,8 +61,15 @@ class TcpController : public Controller {
   int height_of(int rank) const;  // levels of tree below `rank`
   int depth_of(int rank) const;   // levels above it
   // Setup: connects to the parent (`addresses` by rank) and accepts the
-  // children on `listener`. Throws on failure.
-  void connect_tree(int listener, const std::vector<std::string>& addresses, std::uint64_t token);
+  // children on `listener`; every connection proves `key`, the secret rank
+  // 0 handed out through the setup controller (store/job_auth.h). Throws on
+  // failure.
+  void connect_tree(int listener, const std::vector<std::string>& addresses,
+                    const std::string& key);
+  void connect_to_parent(const std::vector<std::string>& addresses, const std::string& key,
+                         tcp::Clock::time_point deadline);
+  void accept_children(int listener, const std::string& key, tcp::Clock::time_point deadline);
+  bool adopt_child(int fd, tcp::Clock::time_point deadline);
 
   // Runs one collective; any failure but an argument error breaks the
   // controller and is passed on to every neighbour (see above).

@@ -16,7 +16,7 @@ namespace tcp {
 using Clock = std::chrono::steady_clock;
 
 enum class FrameKind : std::uint32_t {
-  kHello = 1,    // setup: the connecting rank's token and rank
+  kHello = 1,    // setup: the connecting rank's rank (after it proved the job's key)
   kData = 2,     // a collective's message
   kFailure = 3,  // the sender gives up; the payload says why
 };

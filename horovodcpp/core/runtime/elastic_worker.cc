@@ -39,7 +39,8 @@ ElasticWorker::ElasticWorker() {
   const std::optional<RendezvousAddress> address = rendezvous_address();
   HVD_CHECK(address && !address->host.empty(), InvalidArgument,
             "an elastic worker needs hvdrun's store: HOROVODCPP_GLOO_RENDEZVOUS_ADDR and _PORT");
-  store_ = std::make_shared<TcpStore>(address->host, address->port, timeout_);
+  store_ = std::make_shared<TcpStore>(address->host, address->port, timeout_,
+                                      settings::read_string(Setting::kJobSecret));
 }
 
 ElasticWorker::Place ElasticWorker::next_round(Clock::time_point deadline) {

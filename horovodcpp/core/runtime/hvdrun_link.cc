@@ -41,7 +41,8 @@ std::unique_ptr<HvdrunLink> HvdrunLink::connect(int rank) {
               "HOROVODCPP_HVDRUN_STORE='" << address << "' is not host:port");
     const int port = std::stoi(address.substr(colon + 1));
     auto store = std::make_unique<TcpStore>(address.substr(0, colon), port,
-                                            std::chrono::milliseconds(kConnectTimeout));
+                                            std::chrono::milliseconds(kConnectTimeout),
+                                            settings::read_string(settings::Setting::kJobSecret));
     store->set_io_timeout(kReplyTimeout);
     store->set("hvdrun/pid/" + std::to_string(rank), std::to_string(::getpid()));
     return std::unique_ptr<HvdrunLink>(new HvdrunLink(std::move(store), rank));

@@ -316,7 +316,9 @@ void TcpController::accept_children(int listener, const std::string& key,
         ::close(fd);
         continue;
       }
-      unproven.push_back({fd, std::move(auth), std::string(), std::min(deadline, now + kProveWithin)});
+      // From now: the poll may have waited long for this connection.
+      unproven.push_back(
+          {fd, std::move(auth), std::string(), std::min(deadline, Clock::now() + kProveWithin)});
       if (unproven.size() > kMaxUnproven) {
         const std::string busy = job_auth::ListenerSide::busy();
         (void)!::send(unproven.front().fd, busy.data(), busy.size(), MSG_NOSIGNAL);

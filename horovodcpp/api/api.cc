@@ -35,8 +35,9 @@ Work submit(const ProcessSet& process_set, OpType op_type, const std::string& na
 }
 
 // Under g_runtime_mutex.
-void start_runtime(const std::vector<std::vector<int>>& process_sets) {
-  g_runtime = std::make_shared<Runtime>(built_backends(), process_sets);
+void start_runtime(const std::vector<std::vector<int>>& process_sets,
+                   const std::vector<int>& world_ranks = {}) {
+  g_runtime = std::make_shared<Runtime>(built_backends(), process_sets, world_ranks);
   // Registered after the transport's own exit handlers (MPI_Finalize), so it
   // runs before them: a program that forgets shutdown() still exits cleanly.
   static const bool registered = [] { return std::atexit([] { shutdown(); }) == 0; }();
@@ -55,6 +56,14 @@ void init(const std::vector<std::vector<int>>& process_sets) {
   HVD_CHECK(!g_runtime, InvalidArgument,
             "horovodcpp is already initialized; add process sets with add_process_set()");
   start_runtime(process_sets);
+}
+
+void init_on_ranks(const std::vector<int>& world_ranks,
+                   const std::vector<std::vector<int>>& process_sets) {
+  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  HVD_CHECK(!g_runtime, InvalidArgument,
+            "horovodcpp is already initialized; add process sets with add_process_set()");
+  start_runtime(process_sets, world_ranks);
 }
 
 void shutdown() {

@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "core/negotiation/layered_controller.h"
+#include "core/process_sets/process_set_rules.h"
 
 #if HVD_HAVE_MPI
 #include "backend/mpi/mpi_backend.h"
@@ -30,8 +31,19 @@ namespace {
 
 struct TransportEntry {
   const char* name;
-  Transport (*create)();
+  Transport (*create)(const std::vector<int>& world_ranks);
 };
+
+#if HVD_HAVE_GLOO
+bool is_every_rank_in_order(const std::vector<int>& ranks, int size) {
+  if (ranks.empty()) return true;
+  if (static_cast<int>(ranks.size()) != size) return false;
+  for (int r = 0; r < size; ++r) {
+    if (ranks[static_cast<std::size_t>(r)] != r) return false;
+  }
+  return true;
+}
+#endif
 
 // Shared memory for the data path of a transport (all its ranks on this
 // host), or inside each host (several hosts) (HOROVODCPP_SHM).
@@ -46,8 +58,8 @@ Transport with_shared_memory(Transport transport) {
 
 // The job-wide transport and its process-set channel over one context.
 template <typename Context, typename ControllerType, typename BackendType, typename ChannelType>
-Transport create_transport_with() {
-  std::shared_ptr<Context> context = Context::create();
+Transport create_transport_with(const std::vector<int>& world_ranks) {
+  std::shared_ptr<Context> context = Context::create(world_ranks);
   Transport transport = transport_over<ControllerType, BackendType>(context);
   transport.process_sets = std::make_unique<ChannelType>(context);
   return with_shared_memory(std::move(transport));
@@ -73,8 +85,14 @@ std::unique_ptr<Controller> gloo_control_plane(const std::shared_ptr<GlooContext
   return setup;
 }
 
-Transport create_gloo_transport() {
+Transport create_gloo_transport(const std::vector<int>& world_ranks) {
   std::shared_ptr<GlooContext> context = GlooContext::create();
+  HVD_CHECK(is_every_rank_in_order(world_ranks, context->topology().size), InvalidArgument,
+            "Gloo mode runs on every rank hvdrun launched (0.."
+                << context->topology().size - 1 << "), not on " << rank_list_str(world_ranks)
+                << ": a job on part of the ranks (Horovod's init(comm=[...]), a list of "
+                   "MPI_COMM_WORLD ranks) needs MPI mode (hvdrun --mpi); process sets run "
+                   "collectives on part of the ranks in either mode");
   Transport transport;
   transport.controller = gloo_control_plane(context);
   transport.backend = std::make_unique<GlooBackend>(context);
@@ -104,9 +122,9 @@ std::vector<std::string> available_transports() {
   return names;
 }
 
-Transport create_transport(const std::string& name) {
+Transport create_transport(const std::string& name, const std::vector<int>& world_ranks) {
   for (const TransportEntry& entry : transport_table()) {
-    if (name == entry.name) return entry.create();
+    if (name == entry.name) return entry.create(world_ranks);
   }
   std::ostringstream available;
   for (const TransportEntry& entry : transport_table()) {

@@ -13,7 +13,9 @@ namespace hvd {
 
 // Names of the transports this build has, in order of preference.
 std::vector<std::string> available_transports();
-// Throws InvalidArgument for a name this build does not have.
-Transport create_transport(const std::string& name);
+// Over the launched ranks `world_ranks`, in that order (empty: all of them;
+// a subset needs MPI: Horovod's init(comm=[...])). Throws InvalidArgument
+// for a name this build does not have, or a subset it cannot run on.
+Transport create_transport(const std::string& name, const std::vector<int>& world_ranks = {});
 
 }  // namespace hvd

@@ -53,7 +53,7 @@ TEST(MpiContextTest, TopologyMatchesMpi) {
 
 TEST(MpiContextTest, SecondContextSharesMpi) {
   // A second context (e.g. after shutdown and init) finds MPI initialized.
-  std::shared_ptr<MpiContext> other = MpiContext::create();
+  std::shared_ptr<MpiContext> other = MpiContext::create(std::vector<int>{});
   EXPECT_EQ(other->topology().rank, topology().rank);
   EXPECT_NE(other->control_comm(), g_context->control_comm());
   EXPECT_NE(other->data_comm(), other->control_comm());
@@ -183,7 +183,7 @@ TEST(MpiBackendTest, LimitMustFitMpiCounts) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   try {
-    hvd::g_context = hvd::MpiContext::create();
+    hvd::g_context = hvd::MpiContext::create(std::vector<int>{});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cannot set up MPI: %s\n", e.what());
     return 1;

@@ -281,22 +281,6 @@ def test_invalid_arguments():
     assert hvd.allreduce(torch.ones(4, 4).t(), op=hvd.Sum).is_contiguous()  # copied
 
 
-def test_init_comm():
-    # comm naming every launched rank is the job itself; a subset (Horovod:
-    # an MPI sub-communicator) is not supported and leaves horovodcpp stopped.
-    n = hvd.size()
-    hvd.shutdown()
-    hvd.init(comm=list(reversed(range(n))))
-    assert hvd.size() == n
-    hvd.shutdown()
-    with pytest.raises(NotImplementedError, match="comm"):
-        hvd.init(comm=[0])
-    assert not hvd.is_initialized()
-    with pytest.raises(NotImplementedError, match="communicator"):
-        hvd.init(comm=object())
-    hvd.init()
-
-
 def test_barrier_and_timeline(tmp_path):
     path = str(tmp_path / "timeline.json")
     hvd.start_timeline(path)

@@ -22,16 +22,20 @@ void bind_basics(py::module_& m) {
   const auto no_gil = py::call_guard<py::gil_scoped_release>();
   m.def(
       "init",
-      [](std::optional<std::vector<std::vector<int>>> process_sets) {
-        if (process_sets) {
+      [](std::optional<std::vector<std::vector<int>>> process_sets,
+         std::optional<std::vector<int>> world_ranks) {
+        if (world_ranks) {
+          hvd::init_on_ranks(*world_ranks, process_sets.value_or(std::vector<std::vector<int>>{}));
+        } else if (process_sets) {
           hvd::init(*process_sets);
         } else {
           hvd::init();
         }
       },
-      py::arg("process_sets") = py::none(), no_gil,
+      py::arg("process_sets") = py::none(), py::arg("world_ranks") = py::none(), no_gil,
       "Starts the runtime (settings from HOROVODCPP_* / HOROVOD_* variables). With\n"
-      "process_sets (lists of global ranks), also adds those sets (ids 1, 2, ...).");
+      "process_sets (lists of global ranks), also adds those sets (ids 1, 2, ...). With\n"
+      "world_ranks (MPI_COMM_WORLD ranks), the job is those ranks, in that order.");
   m.def(
       "shutdown",
       [] {

@@ -1,5 +1,6 @@
 #include "backend/mpi/mpi_context.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -10,6 +11,7 @@
 #include "backend/mpi/mpi_check.h"
 #include "base/check.h"
 #include "core/diagnostics/peer_failure.h"
+#include "core/process_sets/process_set_rules.h"
 #include "core/runtime/usable_cpus.h"
 
 namespace hvd {
@@ -94,6 +96,21 @@ std::pair<int, int> rank_and_size_then_free(MPI_Comm* comm) {
   return {rank, size};
 }
 
+// The job's communicator when it is a subset of MPI_COMM_WORLD (ours to free).
+MPI_Comm g_job = MPI_COMM_WORLD;
+constexpr int kJobTag = 0x68766a;  // MPI_Comm_create_group's tag: "hvj"
+
+std::vector<int> every_rank(int size) {
+  std::vector<int> ranks(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) ranks[static_cast<std::size_t>(r)] = r;
+  return ranks;
+}
+
+void free_job_communicator() {
+  if (g_job != MPI_COMM_WORLD && !mpi_finalized()) MPI_Comm_free(&g_job);
+  g_job = MPI_COMM_WORLD;
+}
+
 }  // namespace
 
 MPI_Comm dup_with_errors_return(MPI_Comm comm) {
@@ -119,9 +136,42 @@ void require_mpi_thread_multiple(const char* what) {
                     "hvd::init() do it)");
 }
 
-std::shared_ptr<MpiContext> MpiContext::create() {
+MPI_Comm job_communicator() { return g_job; }
+
+std::shared_ptr<MpiContext> MpiContext::create(const std::vector<int>& world_ranks) {
   ensure_mpi_initialized();
-  return create(MPI_COMM_WORLD);
+  int world_rank = 0, world_size = 0;
+  HVD_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  HVD_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+  std::vector<int> sorted = world_ranks;
+  std::sort(sorted.begin(), sorted.end());
+  const bool everyone = world_ranks.empty() || world_ranks == every_rank(world_size);
+  if (everyone) {
+    free_job_communicator();
+    return create(MPI_COMM_WORLD);
+  }
+  HVD_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end() &&
+                sorted.front() >= 0 && sorted.back() < world_size,
+            InvalidArgument,
+            "init on ranks " << rank_list_str(world_ranks) << ": each must be an MPI_COMM_WORLD rank "
+                             << "(0.." << world_size - 1 << ") and appear once");
+  HVD_CHECK(std::binary_search(sorted.begin(), sorted.end(), world_rank), InvalidArgument,
+            "init on ranks " << rank_list_str(world_ranks) << ": this process is MPI_COMM_WORLD rank "
+                             << world_rank << ", which is not one of them");
+  MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+  HVD_MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+  const int rc = MPI_Group_incl(world, static_cast<int>(world_ranks.size()), world_ranks.data(),
+                                &members);
+  MPI_Group_free(&world);
+  HVD_MPI_CHECK(rc);
+  MPI_Comm job = MPI_COMM_NULL;
+  // Collective over the members only: other ranks may form other jobs.
+  const int created = MPI_Comm_create_group(MPI_COMM_WORLD, members, kJobTag, &job);
+  MPI_Group_free(&members);
+  HVD_MPI_CHECK(created);
+  free_job_communicator();
+  g_job = job;
+  return create(job);
 }
 
 std::shared_ptr<MpiContext> MpiContext::create(MPI_Comm comm) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "backend/mpi/mpi_check.h"
 #include "backend/mpi/mpi_roll_call.h"
@@ -22,7 +23,10 @@ class MpiContext {
   // already has. A background thread makes all MPI calls, so MPI must
   // provide at least MPI_THREAD_SERIALIZED. Throws BackendError otherwise
   // or when MPI was already finalized.
-  static std::shared_ptr<MpiContext> create();
+  // The job is every rank MPI launched, or the MPI_COMM_WORLD ranks
+  // `world_ranks` in that order (Horovod's init(comm=[...]); collective over
+  // those ranks only). InvalidArgument when this rank is not one of them.
+  static std::shared_ptr<MpiContext> create(const std::vector<int>& world_ranks);
   // A context over the ranks of `comm` (a process set's communicator; MPI is
   // already initialized). Collective over `comm`, which is only duplicated.
   static std::shared_ptr<MpiContext> create(MPI_Comm comm);
@@ -64,6 +68,10 @@ class MpiContext {
   MpiWait data_wait_;
   std::unique_ptr<MpiRollCall> roll_call_;
 };
+
+// The communicator of the job's ranks (MPI_COMM_WORLD unless the job is a
+// subset of it): process sets are made from it, and failures name its ranks.
+MPI_Comm job_communicator();
 
 // A duplicate of `comm` with MPI_ERRORS_RETURN; the caller frees it.
 MPI_Comm dup_with_errors_return(MPI_Comm comm);

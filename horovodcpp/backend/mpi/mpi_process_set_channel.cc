@@ -37,7 +37,7 @@ bool wait_until(MPI_Request* request, std::chrono::steady_clock::time_point dead
 }  // namespace
 
 MpiProcessSetChannel::MpiProcessSetChannel(std::shared_ptr<MpiContext> world)
-    : world_(std::move(world)), comm_(dup_with_errors_return(MPI_COMM_WORLD)) {}
+    : world_(std::move(world)), comm_(dup_with_errors_return(world_->control_comm())) {}
 
 MpiProcessSetChannel::~MpiProcessSetChannel() {
   int finalized = 0;

@@ -26,7 +26,7 @@ MpiRollCall::MpiRollCall(MPI_Comm comm) : comm_(dup_with_errors_return(comm)) {
   world_ranks_.resize(ranks.size());
   MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
   MPI_Comm_group(comm_, &group);
-  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Comm_group(job_communicator(), &world);
   MPI_Group_translate_ranks(group, size_, ranks.data(), world, world_ranks_.data());
   MPI_Group_free(&group);
   MPI_Group_free(&world);

@@ -46,7 +46,7 @@ class MpiRollCall {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
-  std::vector<int> world_ranks_;  // of each rank of `comm_`: errors name these
+  std::vector<int> world_ranks_;  // the job rank of each rank of `comm_`: errors name these
   std::vector<int> notice_;       // what this rank sent (MPI reads it until sent)
   std::string verdict_;           // the error message, once given up
   std::vector<int> silent_;       // the ranks it named

@@ -20,8 +20,10 @@ namespace hvd {
 struct BackendFactory {
   // Names of the transports this build has, in order of preference.
   std::function<std::vector<std::string>()> transports;
-  // The job-wide transport `name`; InvalidArgument for a name the build lacks.
-  std::function<Transport(const std::string& name)> create_transport;
+  // The job-wide transport `name` over the launched ranks `world_ranks`
+  // (empty: all of them); InvalidArgument for a name the build lacks.
+  std::function<Transport(const std::string& name, const std::vector<int>& world_ranks)>
+      create_transport;
   // A process set's DeviceOperations (null: CUDA tensors are refused); see
   // registry/device_registry.h for the arguments.
   std::function<std::unique_ptr<DeviceOperations>(Controller& controller,

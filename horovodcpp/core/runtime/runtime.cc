@@ -38,7 +38,8 @@ std::string set_str(const ProcessSet& set) {
 
 }  // namespace
 
-Runtime::Runtime(BackendFactory backends, const std::vector<std::vector<int>>& process_sets)
+Runtime::Runtime(BackendFactory backends, const std::vector<std::vector<int>>& process_sets,
+                 const std::vector<int>& world_ranks)
     : backends_(std::move(backends)),
       transport_name_(chosen_transport(backends_)),
       coordinator_settings_(CoordinatorSettings::read()),
@@ -46,7 +47,7 @@ Runtime::Runtime(BackendFactory backends, const std::vector<std::vector<int>>& p
       process_set_timeout_(
           settings::timeout_of(settings::read_seconds(Setting::kProcessSetTimeoutSeconds))) {
   check_elastic_transport(transport_name_);
-  Transport transport = backends_.create_transport(transport_name_);
+  Transport transport = backends_.create_transport(transport_name_, world_ranks);
   channel_ = std::move(transport.process_sets);
   homogeneous_ = agree_homogeneous(*transport.controller);
   const Topology& job = transport.controller->topology();

@@ -24,10 +24,12 @@ namespace hvd {
 class Runtime {
  public:
   // Transport from HOROVODCPP_CPU_OPERATIONS / HOROVODCPP_CONTROLLER, else
-  // the first one `backends` has. `process_sets` are then added in order,
-  // as add_process_set() would (ids 1, 2, ...).
+  // the first one `backends` has, over `world_ranks` (empty: every launched
+  // rank; see init_on_ranks()). `process_sets` are then added in order, as
+  // add_process_set() would (ids 1, 2, ...).
   explicit Runtime(BackendFactory backends,
-                   const std::vector<std::vector<int>>& process_sets = {});
+                   const std::vector<std::vector<int>>& process_sets = {},
+                   const std::vector<int>& world_ranks = {});
   ~Runtime();  // stops every process set, then the global one (a job-wide shutdown)
 
   // This rank's place in the job.

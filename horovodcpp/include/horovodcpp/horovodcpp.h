@@ -31,6 +31,14 @@ HVD_EXPORT void init();
 // process_sets() lists them). Every rank must pass the same lists.
 // InvalidArgument if already initialized.
 HVD_EXPORT void init(const std::vector<std::vector<int>>& process_sets);
+// init() on part of the ranks MPI launched, as Horovod's
+// hvd.init(comm=[...]): the MPI_COMM_WORLD ranks `world_ranks` form a job of
+// their own, ranked in the order given; each of them calls this with the
+// same list (other ranks may form other jobs at the same time). MPI mode
+// only (Gloo mode: only every rank in order); InvalidArgument on a rank that
+// is not in the list.
+HVD_EXPORT void init_on_ranks(const std::vector<int>& world_ranks,
+                              const std::vector<std::vector<int>>& process_sets = {});
 // Stops every process set's coordinator, then the global one. Operations
 // still pending on any rank fail with hvd::RankFailure on every rank. Safe
 // to call twice.

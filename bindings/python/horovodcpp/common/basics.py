@@ -29,13 +29,16 @@ _state = {"atexit": False}
 def init(comm=None, process_sets=None):
     """Starts horovodcpp on every rank that hvdrun (or mpirun) launched.
     Settings come from HOROVODCPP_* (or Horovod's HOROVOD_*) environment
-    variables. Collective: every rank calls it, with the same arguments. May
-    be called again after shutdown(); a call while initialized does nothing.
+    variables. Collective: every rank of the job calls it, with the same
+    arguments. May be called again after shutdown(); a call while
+    initialized does nothing.
 
-    comm: the ranks to run on, as a list of global ranks or (MPI mode) an
-        mpi4py communicator (then `global_process_set.mpi_comm`). Only
-        every launched rank is supported (NotImplementedError for a
-        subset): use process sets for collectives on part of the ranks.
+    comm: the ranks that form the job, as in Horovod: None or [] (every
+        launched rank); a list of MPI_COMM_WORLD ranks (MPI mode), each of
+        which calls init with the same list and gets its place in the list
+        as hvd.rank() (other ranks may form jobs of their own meanwhile); or
+        an mpi4py communicator: its members, in its rank order (it is then
+        `global_process_set.mpi_comm`). Gloo mode runs on every rank only.
     process_sets: ProcessSet objects to register now (ids 1, 2, ... in
         order; the objects get their process_set_id), or "dynamic" (sets can
         always be added later with add_process_set). A ProcessSet of an
@@ -44,26 +47,25 @@ def init(comm=None, process_sets=None):
     """
     mpi_comm = comm if _process_sets.is_mpi_comm(comm) else None
     if mpi_comm is not None:
-        comm = _process_sets.world_ranks(mpi_comm)
-    elif comm is not None and not isinstance(comm, (list, tuple, range)):
-        raise NotImplementedError(
-            "init(comm={!r}): comm is a list of global ranks or an mpi4py communicator".format(
-                comm))
-    sets = _process_sets.init_arguments(process_sets)
+        world_ranks = _process_sets.world_ranks(mpi_comm)
+    elif comm is None:
+        world_ranks = []
+    elif isinstance(comm, (list, tuple, range)):
+        world_ranks = [int(r) for r in comm]
+    else:
+        raise TypeError("init(comm={!r}): comm is a list of MPI_COMM_WORLD ranks or an mpi4py "
+                        "communicator".format(comm))
     if _core.is_initialized():
-        if sets:
+        if process_sets not in (None, "dynamic"):
             raise ValueError("horovodcpp is already initialized: add process sets with "
                              "hvd.add_process_set()")
         return
-    _core.init([ps.ranks for ps in sets] if sets else None)
-    if comm is not None and sorted(comm) != list(range(_core.size())):
-        # Every rank got the same arguments, so every rank stops here.
-        launched = _core.size()
-        _core.shutdown()
-        raise NotImplementedError(
-            "init(comm={}): horovodcpp runs on every launched rank (ranks 0..{} here); running "
-            "on a subset of them is not supported: use hvd.ProcessSet / hvd.add_process_set "
-            "for collectives on a subset".format(list(comm), launched - 1))
+    sets = _process_sets.init_arguments(process_sets, world_ranks, mpi_comm)
+    core_sets = [ps.ranks for ps in sets] if sets else None
+    if world_ranks:
+        _core.init(core_sets, world_ranks)
+    else:
+        _core.init(core_sets)
     _process_sets.after_init(sets)
     _process_sets.global_process_set.mpi_comm = mpi_comm
     if not _state["atexit"]:

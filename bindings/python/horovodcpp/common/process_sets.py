@@ -124,24 +124,45 @@ def core_set(process_set):
     return process_set._core_set()
 
 
-def init_arguments(process_sets):
+def init_arguments(process_sets, job_world_ranks=(), job_comm=None):
     """init(process_sets=...): the ProcessSet objects to register at init
-    (Horovod's "dynamic" means none: sets can always be added later)."""
+    (Horovod's "dynamic" means none: sets can always be added later).
+    job_world_ranks: init's comm as MPI_COMM_WORLD ranks (empty: every
+    rank); job_comm: init's mpi4py communicator, if it got one."""
     if process_sets is None or process_sets == "dynamic":
         return []
     sets = [ps if isinstance(ps, ProcessSet) else ProcessSet(ps) for ps in process_sets]
     # The global set always exists; Horovod lets it appear in the list.
     sets = [ps for ps in sets if ps is not global_process_set]
-    return _communicator_sets_everywhere(sets) if any(ps.mpi_comm for ps in sets) else sets
+    if not any(ps.mpi_comm for ps in sets):
+        return sets
+    if job_world_ranks:
+        if job_comm is None:
+            raise NotImplementedError(
+                "init(comm=<list of ranks>) with a ProcessSet of an mpi4py communicator: pass "
+                "the job as an mpi4py communicator (init(comm=...)), or the sets as rank lists")
+        for ps in sets:
+            if ps.mpi_comm is not None:
+                ps.ranks = sorted(_job_ranks(world_ranks(ps.mpi_comm), job_world_ranks))
+    from mpi4py import MPI
+    return _communicator_sets_everywhere(sets, job_comm or MPI.COMM_WORLD)
 
 
-def _communicator_sets_everywhere(sets):
+def _job_ranks(members, job_world_ranks):
+    """MPI_COMM_WORLD ranks -> their ranks in a job of `job_world_ranks`."""
+    outside = [r for r in members if r not in job_world_ranks]
+    if outside:
+        raise ValueError("a ProcessSet's communicator holds MPI_COMM_WORLD ranks {} that are not "
+                         "in the job ({})".format(outside, list(job_world_ranks)))
+    return [job_world_ranks.index(r) for r in members]
+
+
+def _communicator_sets_everywhere(sets, job_comm):
     """Every rank must register the same sets, but a communicator (e.g. of a
     Split) has different members on different ranks: each becomes the sets
     of all its distinct memberships, in the order of the lowest rank holding
-    each (Horovod's numbering). Collective over mpi4py's COMM_WORLD."""
-    from mpi4py import MPI
-    everyone = MPI.COMM_WORLD.allgather([ps.ranks if ps.mpi_comm else None for ps in sets])
+    each (Horovod's numbering). Collective over the job's communicator."""
+    everyone = job_comm.allgather([ps.ranks if ps.mpi_comm else None for ps in sets])
     expanded = []
     for i, ps in enumerate(sets):
         if ps.mpi_comm is None:

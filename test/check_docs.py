@@ -2,7 +2,9 @@
 """Checks the documentation: README.md stays a short entry page, and every
 relative link in README.md, docs/*.md and the READMEs of test/, bench/ and
 examples/ points to a file that exists and, with #anchor, to a heading (or
-an explicit id) of that file, with GitHub's heading anchors.
+an explicit id) of that file, with GitHub's heading anchors. Sections that
+the sources and pages name in words (`docs/internals.md, "Timeline"`,
+`README, "Latency"`) and by anchor (`internals.md#timeline`) must exist too.
 
 usage: check_docs.py REPOSITORY_ROOT
 Prints each broken link and exits 1 if there is any.
@@ -85,6 +87,54 @@ def broken_links(path, root):
     return problems
 
 
+# A page's section named in a comment or text: docs/internals.md, "Timeline"
+# (README alone: the nearest README.md up from the file), or page.md#anchor.
+SECTION_BY_NAME = re.compile(r"\b((?:docs/)?[A-Za-z_-]+\.md|README)\)?,\s+\"([^\"]+)\"")
+SECTION_BY_ANCHOR = re.compile(r"\b((?:docs/)?[a-z_-]+\.md)#([a-z0-9_-]+)")
+SOURCE_FOLDERS = ("horovodcpp", "runner", "bindings", "test", "bench", "scripts", "examples",
+                  "cmake", "docs")
+SOURCE_SUFFIXES = {".cc", ".h", ".cu", ".py", ".sh", ".cmake", ".txt", ".md", ".in"}
+
+
+def named_page(name, source, root):
+    """The page a source names: README -> the nearest README.md above it,
+    docs/x.md or x.md -> docs/x.md, else x.md beside the source."""
+    if name in ("README", "README.md"):
+        for folder in [source.parent, *source.parent.parents]:
+            if folder == root or not str(folder).startswith(str(root)):
+                break
+            if (folder / "README.md").exists():
+                return folder / "README.md"
+        return root / "README.md"
+    if (root / "docs" / pathlib.Path(name).name).exists():
+        return root / "docs" / pathlib.Path(name).name
+    return source.parent / name
+
+
+def missing_sections(root):
+    problems = []
+    sources = [p for folder in SOURCE_FOLDERS for p in sorted((root / folder).rglob("*"))
+               if p.suffix in SOURCE_SUFFIXES and p.is_file() and p.name != "check_docs.py"]
+    for source in sources:
+        text = source.read_text(encoding="utf-8", errors="replace")
+        for pattern, by_name in ((SECTION_BY_NAME, True), (SECTION_BY_ANCHOR, False)):
+            for match in pattern.finditer(text):
+                page = named_page(match.group(1), source, root)
+                # A name that wraps onto the next comment line: without the marker.
+                name = re.sub(r"\n\s*(?:#|//|\*)?", " ", match.group(2))
+                anchor = slug(" ".join(name.split())) if by_name else match.group(2)
+                if (match.group(1) in ("README", "README.md") and page.exists()
+                        and anchor not in anchors(page)):
+                    page = root / "README.md"  # "README" may also mean the project's
+                number = text.count("\n", 0, match.start()) + 1
+                where = f"{source.relative_to(root)}:{number}: {match.group(0)}"
+                if not page.exists():
+                    problems.append(f"{where}: {page.relative_to(root)} does not exist")
+                elif anchor not in anchors(page):
+                    problems.append(f"{where}: {page.relative_to(root)} has no such section")
+    return problems
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -100,6 +150,7 @@ def main():
                           root / "examples/cpp/README.md") if p.exists()]
     for page in pages:
         problems += broken_links(page, root)
+    problems += missing_sections(root)
     for problem in problems:
         print(problem)
     print(f"checked {len(pages)} pages: {len(problems)} problems")

@@ -1,6 +1,7 @@
 # check_layers.cmake passes the tree, and fails, naming the file, the include
-# and the rule, on a copy with an upward include and on one with a sideways
-# (backend to backend) include.
+# and the rule, on a copy with an upward include (between layers, and
+# between core/'s folders) and on one with a sideways (backend to backend)
+# include.
 #
 #   cmake -DCHECKER=<check_layers.cmake> -DROOT=<horovodcpp/> -DWORK=<scratch> -P ...
 function(run_checker root out_result out_output)
@@ -42,7 +43,10 @@ expect_violation(store/file_store.cc "#include \"core/diagnostics/logging.h\""
 expect_violation(backend/nccl/nccl_hierarchical.cc "#include \"backend/shm/shm_backend.h\""
   "backend/nccl/nccl_hierarchical.cc: #include \"backend/shm/shm_backend.h\""
   "backend/nccl/ may not include another backend (backend/shm/)")
-expect_violation(include/horovodcpp/work.h "#include \"core/execution/work_state.h\""
+expect_violation(core/negotiation/tensor_queue.h "#include \"core/execution/fusion_plan.h\""
+  "core/negotiation/tensor_queue.h: #include \"core/execution/fusion_plan.h\""
+  "core/negotiation/ may not include the higher core/execution/")
+expect_violation(include/horovodcpp/work.h "#include \"core/negotiation/work_state.h\""
   "a public header includes only public headers")
 file(REMOVE_RECURSE ${WORK})
 message(STATUS "the layer check passes the tree and fails each injected include")

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "core/device/device_completion.h"
-#include "core/diagnostics/timeline_span.h"
+#include "core/execution/timeline_span.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_scope.h"
 #include "gpu/device_tensor.h"

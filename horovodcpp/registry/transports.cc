@@ -69,7 +69,7 @@ Transport create_transport_with(const std::vector<int>& world_ranks) {
 // Negotiation in Gloo mode, for the job and each process set: Gloo's
 // collectives cost hundreds of microseconds each, so the ranks negotiate
 // through shared memory when they share a host, else over TCP connections
-// of their own (README, "Latency"); Gloo's control context only sets these
+// of their own (docs/internals.md, "Negotiation in Gloo mode"); Gloo's control context only sets these
 // up, and stays the control plane only if neither can be.
 std::unique_ptr<Controller> gloo_control_plane(const std::shared_ptr<GlooContext>& context) {
   auto setup = std::make_unique<GlooController>(context);

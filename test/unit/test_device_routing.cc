@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "../timeline_file.h"
-#include "core/execution/collective_executor.h"
+#include "core/runtime/collective_executor.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

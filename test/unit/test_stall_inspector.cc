@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "core/negotiation/message_table.h"
-#include "core/diagnostics/stall_inspector.h"
+#include "core/negotiation/stall_inspector.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

@@ -16,7 +16,7 @@
 
 #include "../timeline_file.h"
 #include "core/diagnostics/timeline.h"
-#include "core/diagnostics/timeline_span.h"
+#include "core/execution/timeline_span.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

@@ -4,7 +4,7 @@
 
 #include "core/device/batched_copy_plan.h"
 #include "core/device/device_completion.h"
-#include "core/diagnostics/timeline_span.h"
+#include "core/execution/timeline_span.h"
 #include "gpu/batched_copy.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_scope.h"

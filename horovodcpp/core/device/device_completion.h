@@ -13,7 +13,7 @@
 #include "core/device/completion_poller.h"
 #include "core/device/gpu_events.h"
 #include "core/negotiation/tensor_queue.h"
-#include "core/diagnostics/timeline_span.h"
+#include "core/execution/timeline_span.h"
 
 namespace hvd {
 

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/execution/work_state.h"
+#include "core/negotiation/work_state.h"
 #include "core/negotiation/coordinator_wakeup.h"
 #include "core/negotiation/message.h"
 #include "horovodcpp/tensor.h"

@@ -17,11 +17,11 @@
 #include "core/diagnostics/autotuner.h"
 #include "core/execution/backend.h"
 #include "core/negotiation/cache_negotiation.h"
-#include "core/execution/collective_executor.h"
+#include "core/runtime/collective_executor.h"
 #include "core/negotiation/controller.h"
 #include "core/runtime/hvdrun_link.h"
 #include "core/negotiation/message_table.h"
-#include "core/diagnostics/stall_inspector.h"
+#include "core/negotiation/stall_inspector.h"
 #include "core/negotiation/tensor_queue.h"
 #include "core/diagnostics/timeline.h"
 

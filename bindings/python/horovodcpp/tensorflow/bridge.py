@@ -1,46 +1,12 @@
 """How horovodcpp collectives run on TensorFlow tensors, eagerly and inside
-tf.function: as TensorFlow ops of horovodcpp's own (_tf_ops.so, built from
-bindings/python/tensorflow_ops), whose kernels are asynchronous.
-
-Why ops of our own, and why asynchronous. The first bridge ran each
-collective in a tf.py_function that submitted it and blocked its inter-op
-thread until it was done, trusting tf.function to run those stateful ops in
-program order on every rank. That order does not always hold: the backward
-function TensorFlow builds for a tf.function differentiated from outside
-(an eager tape around a tf.function call) has no automatic control
-dependencies, so its collectives run in whatever order its threads pick. On
-2 inter-op threads and 64 independent allreduces, rank 0 blocked both its
-threads on two tensors and rank 1 on two others, and the stall inspector
-ended the job. An asynchronous kernel holds no thread while it waits: it
-submits to the core and returns, and the core's completion callback
-(Work.on_done) ends the op. So every rank reaches every collective its
-inputs allow, in any order, on any number of threads; whatever the order,
-each collective is then submitted by every rank and completes, which makes
-its consumers ready: no deadlock. The collectives are also not stateful (as
-in Horovod), so tf.function runs independent ones at once and the core
-fuses them, instead of one per coordinator cycle. A py_function also turns
-every error into UnknownError; the kernels report Horovod's codes:
-FailedPreconditionError when ranks disagree, InvalidArgumentError for a
-wrong call, AbortedError after a shutdown, DeadlineExceededError for a
-timeout.
-
-Why TensorFlow's C API. A kernel compiled against TensorFlow's C++ headers
-works with one TensorFlow version only (Horovod rebuilds for each). The C
-API (tensorflow/c/kernels.h, ops.h) is TensorFlow's stable ABI and has
-asynchronous kernels (TF_NewAsyncKernelBuilder); tensorflow_ops/tf_c_api.h
-declares the part we use, so building needs no TensorFlow, and the symbols
-resolve against the TensorFlow that loads the library. A TensorFlow whose C
-API lacks them fails to load it with an ImportError that says so.
-
-Eagerly, TensorFlow runs one op at a time and waits for each, so a batch of
-independent collectives (a gradient list, a variable list) runs as one
-cached tf.function: as_graph().
-
-Names identify a tensor across ranks. Eagerly, unnamed collectives get the
-core's automatic names (they match because every rank issues them in the
-same order). In a graph, names are fixed at trace time and made unique
-like the graph's op names (two collectives of one graph may be in flight
-at once), which are the same on every rank that traced the same function.
+tf.function: as asynchronous TensorFlow ops of horovodcpp's own
+(_tf_ops.so, built from bindings/python/tensorflow_ops on TensorFlow's
+stable C API), which submit to the core and return, so that no inter-op
+thread waits; an eager batch of collectives runs as one cached tf.function
+(as_graph()). Names identify a tensor across ranks: eagerly the core's
+automatic ones, in a graph names fixed at trace time and made unique like
+the graph's op names. Why, and the errors they raise: docs/tensorflow.md,
+"How it works".
 """
 import ctypes
 import os

@@ -10,9 +10,8 @@ import contextlib
 import torch
 
 from horovodcpp.common.basics import Adasum
-from horovodcpp.torch import mpi_ops
+from horovodcpp.torch import gradient_hooks, mpi_ops
 from horovodcpp.torch.handles import synchronize
-from horovodcpp.torch.optimizer import _DistributedOptimizer
 
 
 class _DistributedAdasumOptimizer(torch.optim.Optimizer):
@@ -23,10 +22,10 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         self._compression = compression
         self.backward_passes_per_step = backward_passes_per_step
         self.process_set = process_set
-        self._parameter_names = _DistributedOptimizer._names_of(self, named_parameters)
+        self._parameter_names = gradient_hooks.parameter_names(self, named_parameters)
         self._trainable = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
         self._delay = {p: backward_passes_per_step for p in self._trainable}
-        # Each parameter is a unit of its own for _DistributedOptimizer's hooks.
+        # Each parameter is a unit of its own for the gradient hooks.
         self._unit_of = {p: (p,) for p in self._trainable}
         self._ready = {(p,): set() for p in self._trainable}
         self._handles = {}  # parameter -> (handle, compression context)
@@ -44,8 +43,8 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
 
     # Hooks on the gradient accumulators that count backward passes and call
     # _submit([(p,)]) once p's gradient is final.
-    _register_hooks = _DistributedOptimizer._register_hooks
-    _make_hook = _DistributedOptimizer._make_hook
+    _register_hooks = gradient_hooks.register_hooks
+    _make_hook = gradient_hooks.make_hook
 
     def _submit(self, units):
         for (p,) in units:
@@ -110,7 +109,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         return loss
 
     # Refused while allreduces are in flight.
-    zero_grad = _DistributedOptimizer.zero_grad
+    zero_grad = gradient_hooks.zero_grad
 
 
 def distributed_adasum_optimizer(optimizer, named_parameters, compression,

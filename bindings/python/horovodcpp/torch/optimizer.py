@@ -14,7 +14,8 @@ from horovodcpp import _core
 from horovodcpp.common.basics import Adasum, Average
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import gradient_groups, split_evenly
-from horovodcpp.torch import mpi_ops
+from horovodcpp.torch import gradient_hooks, mpi_ops
+from horovodcpp.torch.adasum_optimizer import distributed_adasum_optimizer
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.handles import synchronize
 
@@ -62,48 +63,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                        os.environ.get("HOROVOD_ELASTIC") == "1"):
             self._register_hooks(trainable)
 
-    def _names_of(self, named_parameters):
-        all_params = [p for g in self.param_groups for p in g["params"]]
-        if named_parameters is None:
-            return {p: "noname.{}".format(i) for i, p in enumerate(all_params)}
-        named_parameters = list(named_parameters)
-        if any(not isinstance(p, tuple) for p in named_parameters):
-            raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
-                             "usually produced by model.named_parameters().")
-        names = [name for name, _ in named_parameters]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError("Parameter names in named_parameters must be unique. "
-                             "Found duplicates: " + ", ".join(duplicates))
-        named_ids = {id(p) for _, p in named_parameters}
-        unnamed = [str(id(p)) for p in all_params if id(p) not in named_ids]
-        if unnamed:
-            raise ValueError("named_parameters was specified, but one or more model parameters "
-                             "were not named. Python object ids: " + ", ".join(unnamed))
-        return {p: name for name, p in named_parameters}
-
-    def _register_hooks(self, trainable):
-        with torch.enable_grad():
-            for p in trainable:
-                # The AccumulateGrad node: its hook runs once p.grad is final.
-                accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
-                accumulator.register_hook(self._make_hook(p))
-                self._grad_accumulators.append(accumulator)
-
-    def _make_hook(self, p):
-        def hook(*_):
-            if self._delay[p] <= 0:
-                raise AssertionError(
-                    "Gradients were computed more than backward_passes_per_step times before "
-                    "call to step(). Increase backward_passes_per_step to accumulate gradients "
-                    "locally.")
-            self._delay[p] -= 1
-            if self._delay[p] == 0:
-                unit = self._unit_of[p]
-                self._ready[unit].add(p)
-                if len(self._ready[unit]) == len(unit):
-                    self._submit([unit])
-        return hook
+    # Names, and hooks that call _submit once a unit's gradients are final.
+    _names_of = gradient_hooks.parameter_names
+    _register_hooks = gradient_hooks.register_hooks
+    _make_hook = gradient_hooks.make_hook
 
     def _submit(self, units):
         """Starts the allreduces of `units`; the single dense gradients among
@@ -217,12 +180,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._synchronized = False
         return super(self.__class__, self).step(closure)
 
-    def zero_grad(self, *args, **kwargs):
-        if self._handles:
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
-                                 "before optimizer.step() or optimizer.synchronize(). This is "
-                                 "prohibited as it can cause a race condition.")
-        return super(self.__class__, self).zero_grad(*args, **kwargs)
+    zero_grad = gradient_hooks.zero_grad
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
@@ -251,7 +209,6 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     # Adasum of one rank is the identity; a set that is not registered (size
     # None) is refused by _DistributedOptimizer.
     if op == Adasum and process_set.size() not in (None, 1):
-        from horovodcpp.torch.adasum_optimizer import distributed_adasum_optimizer
         return distributed_adasum_optimizer(optimizer, named_parameters, compression,
                                             backward_passes_per_step, process_set)
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),

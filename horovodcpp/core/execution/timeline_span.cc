@@ -1,4 +1,4 @@
-#include "core/diagnostics/timeline_span.h"
+#include "core/execution/timeline_span.h"
 
 namespace hvd {
 

@@ -1,7 +1,7 @@
 #include "horovodcpp/work.h"
 
 #include "base/check.h"
-#include "core/execution/work_state.h"
+#include "core/negotiation/work_state.h"
 
 namespace hvd {
 namespace detail {

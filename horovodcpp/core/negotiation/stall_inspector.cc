@@ -1,4 +1,4 @@
-#include "core/diagnostics/stall_inspector.h"
+#include "core/negotiation/stall_inspector.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "core/execution/collective_executor.h"
+#include "core/runtime/collective_executor.h"
 
 #include <algorithm>
 #include <cctype>

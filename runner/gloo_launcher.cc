@@ -5,23 +5,14 @@
 // "[R]<stdout>: " / "[R]<stderr>: ") go to DIR/rank.R/output.log.
 #include "runner/gloo_launcher.h"
 
-#include <ifaddrs.h>
-#include <netdb.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <climits>
 #include <sstream>
 
 #include "settings/settings.h"
 
 namespace hvdrun {
-namespace {
-
-std::string short_name(const std::string& host) { return host.substr(0, host.find('.')); }
-
-}  // namespace
 
 std::vector<std::string> remote_shell_words(const Options& options, const std::string& host) {
   std::vector<std::string> words;
@@ -47,33 +38,6 @@ std::vector<std::string> remote_shell_words(const Options& options, const std::s
     words.push_back(word);
   }
   return words;
-}
-
-bool is_local_host(const std::string& host) {
-  if (host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0) return true;
-  char name[HOST_NAME_MAX + 1] = {};
-  if (gethostname(name, sizeof name - 1) == 0) {
-    std::string mine = name;
-    if (host == mine || host == short_name(mine) || short_name(host) == mine) return true;
-  }
-  ifaddrs* addrs = nullptr;
-  if (getifaddrs(&addrs) != 0) return false;
-  bool found = false;
-  for (ifaddrs* a = addrs; a != nullptr && !found; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr) continue;
-    int family = a->ifa_addr->sa_family;
-    if (family != AF_INET && family != AF_INET6) continue;
-    socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-    char text[NI_MAXHOST];
-    if (getnameinfo(a->ifa_addr, len, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) {
-      continue;
-    }
-    std::string addr = text;
-    addr = addr.substr(0, addr.find('%'));  // fe80::1%eth0
-    found = addr == host;
-  }
-  freeifaddrs(addrs);
-  return found;
 }
 
 std::string shell_quote(const std::string& word) {

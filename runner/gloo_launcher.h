@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runner/hosts.h"
+#include "runner/network.h"
 #include "runner/options.h"
 #include "runner/process_group.h"
 #include "runner/remote_commands.h"
@@ -19,10 +20,6 @@ struct RendezvousAddress {
   int port = 0;
   std::string secret;  // what the store's clients prove they hold
 };
-
-// True for localhost, 127.x, this machine's hostname and the addresses of
-// its network interfaces.
-bool is_local_host(const std::string& host);
 
 // One child per rank. Each gets HOROVODCPP_RANK, _SIZE, _LOCAL_RANK,
 // _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE, _HOSTNAME (its host as listed) and

@@ -1,10 +1,5 @@
 // hvdrun: launches a horovodcpp job through mpirun (MPI mode) or by starting
 // every rank itself around a TCP rendezvous store (Gloo mode).
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,47 +165,6 @@ JobHosts resolve_hosts(const Options& options, const std::map<std::string, std::
 }
 
 // ---- Gloo mode ----------------------------------------------------------
-
-std::string interface_ipv4(const std::string& interface_name) {
-  ifaddrs* addrs = nullptr;
-  if (getifaddrs(&addrs) != 0) return "";
-  std::string found;
-  for (ifaddrs* a = addrs; a != nullptr && found.empty(); a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-    bool loopback = std::string(a->ifa_name) == "lo";
-    if (interface_name.empty() ? loopback : interface_name != a->ifa_name) continue;
-    char text[INET_ADDRSTRLEN] = {};
-    auto* in = reinterpret_cast<sockaddr_in*>(a->ifa_addr);
-    if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) == nullptr) continue;
-    if (interface_name.empty() && std::string(text).rfind("127.", 0) == 0) continue;
-    found = text;
-  }
-  freeifaddrs(addrs);
-  return found;
-}
-
-// The local IPv4 address the kernel would use to reach `host` ("" if none).
-std::string route_source_address(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* result = nullptr;
-  if (getaddrinfo(host.c_str(), "9", &hints, &result) != 0 || result == nullptr) return "";
-  std::string address;
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  if (fd >= 0 && connect(fd, result->ai_addr, result->ai_addrlen) == 0) {
-    sockaddr_in local{};
-    socklen_t len = sizeof local;
-    char text[INET_ADDRSTRLEN] = {};
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
-        inet_ntop(AF_INET, &local.sin_addr, text, sizeof text) != nullptr) {
-      address = text;
-    }
-  }
-  if (fd >= 0) close(fd);
-  freeaddrinfo(result);
-  return address == "0.0.0.0" ? "" : address;
-}
 
 std::string rendezvous_host(const Options& options, const std::vector<std::string>& remote_hosts) {
   if (remote_hosts.empty()) return "127.0.0.1";

@@ -79,8 +79,7 @@ KILL_LIMIT=10
 WORKER_COMM=$(basename "$WORKER" | cut -c1-15)
 
 WORK=$(mktemp -d /tmp/hvdrun_fault.XXXXXX)
-PASSED=0
-FAILED=0
+. "$(dirname "$(readlink -f "$0")")/report.sh"
 ALL_TAGS=()
 
 # Pids of processes whose command line carries the tag.
@@ -99,17 +98,6 @@ trap 'exit 130' INT TERM
 
 now() { date +%s.%N; }
 elapsed() { echo "$(now) - $1" | bc; }
-
-report() {  # name ok detail
-  if [ "$2" = 1 ]; then
-    PASSED=$((PASSED + 1))
-    echo "PASS $1 ($3)"
-  else
-    FAILED=$((FAILED + 1))
-    echo "FAIL $1: $3"
-    sed 's/^/    | /' "$4" | tail -n 25
-  fi
-}
 
 # Fails the case if any process of the job is still there.
 leftovers() {
@@ -199,9 +187,9 @@ run_case() {  # mode case
   if left=$(leftovers "$tag"); then why+="$left; "; fi
   if left=$(new_segments "$segments"); then why+="$left; "; fi
   if [ -z "$why" ]; then
-    report "$name" 1 "exit code $rc after $(printf '%.1f' "$took")s, no process or segment left" "$log"
+    report_pass "$name" "exit code $rc after $(printf '%.1f' "$took")s, no process or segment left"
   else
-    report "$name" 0 "$why(exit code $rc)" "$log"
+    report "$name" "$why(exit code $rc)" "$log"
   fi
 }
 
@@ -225,9 +213,9 @@ unreachable_host() {
   local left
   if left=$(leftovers "$tag"); then why+="$left; "; fi
   if [ -z "$why" ]; then
-    report "gloo unreachable" 1 "exit code $rc after $(printf '%.1f' "$took")s" "$log"
+    report_pass "gloo unreachable" "exit code $rc after $(printf '%.1f' "$took")s"
   else
-    report "gloo unreachable" 0 "$why(exit code $rc)" "$log"
+    report "gloo unreachable" "$why(exit code $rc)" "$log"
   fi
 }
 
@@ -298,9 +286,9 @@ shm_survivors() {
       WHY+="rank $r's error does not name rank 2; "
   done
   if [ -z "$WHY" ]; then
-    report "shm survivors" 1 "both failed $(printf '%.1f' "$TOOK")s after the kill: $(grep -m1 -o 'fault_worker: .*' "$WORK/shm-survivors-0.log" | cut -c15-)" "$WORK/shm-survivors.log"
+    report_pass "shm survivors" "both failed $(printf '%.1f' "$TOOK")s after the kill: $(grep -m1 -o 'fault_worker: .*' "$WORK/shm-survivors-0.log" | cut -c15-)"
   else
-    report "shm survivors" 0 "$WHY" "$WORK/shm-survivors.log"
+    report "shm survivors" "$WHY" "$WORK/shm-survivors.log"
   fi
 }
 
@@ -339,10 +327,10 @@ staged_survivors() {  # [linger_ms]
   if [ -z "$WHY" ]; then
     errors=$(grep -h -m1 -o 'fault_worker: .*' "$WORK/$name"-[023].log | cut -c1-160 |
       sed 's/^/      /')
-    report "$case" 1 "all three failed $(printf '%.1f' "$TOOK")s after the kill:
-$errors" "$WORK/$name.log"
+    report_pass "$case" "all three failed $(printf '%.1f' "$TOOK")s after the kill:
+$errors"
   else
-    report "$case" 0 "$WHY" "$WORK/$name.log"
+    report "$case" "$WHY" "$WORK/$name.log"
   fi
 }
 
@@ -378,7 +366,7 @@ train_case() {  # mode loop stop|kill
   if [ -z "$VICTIM" ]; then
     for left in $(job_pids "$tag"); do kill -KILL "$left" 2>/dev/null; done
     wait "$HVDRUN_PID"
-    report "$name" 0 "the loop did not start: $(grep -o 'fault_[a-z]* rank [0-9] pid [0-9]*' "$log" |
+    report "$name" "the loop did not start: $(grep -o 'fault_[a-z]* rank [0-9] pid [0-9]*' "$log" |
       tr '\n' ' ')$(grep -c 'step' "$log") steps" "$log"
     return
   fi
@@ -409,9 +397,9 @@ train_case() {  # mode loop stop|kill
   if left=$(leftovers "$tag"); then why+="$left; "; fi
   if left=$(new_segments "$segments"); then why+="$left; "; fi
   if [ -z "$why" ]; then
-    report "$name" 1 "hvdrun exited $(printf '%.1f' "$took")s after SIG${fault^^}, exit code $rc: $(grep -m1 '^hvdrun: ' "$log" | cut -c1-150)" "$log"
+    report_pass "$name" "hvdrun exited $(printf '%.1f' "$took")s after SIG${fault^^}, exit code $rc: $(grep -m1 '^hvdrun: ' "$log" | cut -c1-150)"
   else
-    report "$name" 0 "$why(exit code $rc)" "$log"
+    report "$name" "$why(exit code $rc)" "$log"
   fi
 }
 
@@ -427,9 +415,9 @@ busy_case() {  # mode
   [ "$rc" -eq 0 ] || why+="hvdrun exited $rc; "
   [ "$(grep -c "fault_worker rank [0-9] of 3 host .* ok" "$log")" -eq 3 ] || why+="not every rank finished; "
   if [ -z "$why" ]; then
-    report "$name" 1 "rank 1 busy 7 s with --peer-timeout $PEER_TIMEOUT: the job succeeded" "$log"
+    report_pass "$name" "rank 1 busy 7 s with --peer-timeout $PEER_TIMEOUT: the job succeeded"
   else
-    report "$name" 0 "$why" "$log"
+    report "$name" "$why" "$log"
   fi
 }
 
@@ -448,5 +436,4 @@ for mode in "${MODES[@]}"; do
   [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors 12000
 done
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+summary

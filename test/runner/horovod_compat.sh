@@ -28,15 +28,9 @@ HVDRUN=$(readlink -f "${1:?usage: horovod_compat.sh HVDRUN FAULT_WORKER}")
 WORKER=$(readlink -f "${2:?usage: horovod_compat.sh HVDRUN FAULT_WORKER}")
 WORK=$(mktemp -d /tmp/hvdrun_compat.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-PASSED=0
-FAILED=0
-
-pass() { echo "PASS $1"; PASSED=$((PASSED + 1)); }
-fail() {
-  echo "FAIL $1: $2"
-  sed 's/^/    | /' "$WORK/out" | tail -20
-  FAILED=$((FAILED + 1))
-}
+. "$(dirname "$(readlink -f "$0")")/report.sh"
+pass() { report "$1" "" "$WORK/out"; }
+fail() { report "$1" "$2" "$WORK/out"; }
 # run NAME COMMAND...: output in $WORK/out, exit status in $STATUS (60 s bound)
 run() {
   timeout 60 "$@" >"$WORK/out" 2>&1
@@ -179,5 +173,4 @@ else
   fail "output timestamps" "exit $STATUS"
 fi
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+summary

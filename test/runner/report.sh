@@ -14,6 +14,11 @@ report() {  # name why log: passed when `why` is empty
   fi
 }
 
+report_pass() {  # name detail: passed, saying what was seen
+  PASSED=$((PASSED + 1))
+  echo "PASS $1 ($2)"
+}
+
 summary() {
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" -eq 0 ]

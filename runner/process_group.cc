@@ -293,132 +293,201 @@ void continue_stopped(const std::vector<Child>& children, const std::vector<pid_
   });
 }
 
-}  // namespace
-
-JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_seconds,
-                            const JobWatch& watch, const GroupControl* control) {
-  JobResult result;
-  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return {1, std::string("pipe: ") + std::strerror(errno)};
+// Signals become bytes on g_signal_pipe while a group runs (SIGPIPE is
+// ignored: a closed stdout must not kill the teardown), and hvdrun is the
+// subreaper of its children's orphans, so they can be reaped and a group
+// that still has live members is told from one that has zombies. Undone
+// when the group ends.
+class SignalScope {
+ public:
+  SignalScope() {
+    if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+      error_ = std::string("pipe: ") + std::strerror(errno);
+      return;
+    }
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+    sigaction(SIGCHLD, &action, &old_chld_);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, &old_pipe_);
+    prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper_);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
   }
-  struct sigaction action {
-  }, old_int{}, old_term{}, old_chld{}, old_pipe{};
-  action.sa_handler = on_signal;
-  action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &old_int);
-  sigaction(SIGTERM, &action, &old_term);
-  sigaction(SIGCHLD, &action, &old_chld);
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &ignore, &old_pipe);  // a closed stdout must not kill the teardown
+  ~SignalScope() {
+    if (!error_.empty()) return;
+    prctl(PR_SET_CHILD_SUBREAPER, was_subreaper_);
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGCHLD, &old_chld_, nullptr);
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
+    close(g_signal_pipe[0]);
+    close(g_signal_pipe[1]);
+    g_signal_pipe[0] = g_signal_pipe[1] = -1;
+  }
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+  const std::string& error() const { return error_; }
 
-  // Orphaned grandchildren become our children, so they can be reaped and
-  // a group that still has live members is told from one that has zombies.
-  int was_subreaper = 0;
-  prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper);
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
+ private:
+  std::string error_;
+  struct sigaction old_int_ {}, old_term_{}, old_chld_{}, old_pipe_{};
+  int was_subreaper_ = 0;
+};
 
-  std::vector<Child> children;
-  children.reserve(specs.size());
-  std::deque<ChildSpec> started_later;  // the driver's; stable addresses
-  bool terminating = false;  // SIGTERM sent to every group
-  bool killed = false;       // SIGKILL sent to every group
-  Clock::time_point kill_at{}, give_up_at{};
-  auto grace =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_seconds));
+// The open output pipes of the children, and the poll() entries for them
+// after the signal pipe's.
+struct OpenStreams {
+  std::vector<pollfd> fds;
+  std::vector<Stream*> streams;
+};
 
-  std::vector<pid_t> adopted;
-  auto signal_all = [&](int sig) {
-    for (auto& c : children) {
+// One run of a process group: starting, reaping, judging exits, tearing
+// down (SIGTERM, then SIGKILL after the grace) and relaying output.
+class GroupRun {
+ public:
+  GroupRun(double grace_seconds, const JobWatch& watch, const GroupControl* control)
+      : watch_(watch),
+        control_(control),
+        grace_(std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(grace_seconds))) {}
+
+  JobResult run(const std::vector<ChildSpec>& specs) {
+    children_.reserve(specs.size());
+    for (const ChildSpec& spec : specs) {
+      if (!terminating_) start(spec);
+    }
+    take_orders();
+    while (true) {
+      note_reported_failure();
+      bool all_reaped = reap_children();
+      // After the reaping: a rank that asks for a new round because a peer
+      // died must not get a round that still counts the dead peer.
+      if (Clock::now() >= next_orders_at_) {
+        take_orders();
+        all_reaped = all_reaped && every_child_reaped();
+      }
+      if (failed_ && !terminating_ && !accounted_ && watch_.all_accounted &&
+          watch_.all_accounted()) {
+        // Every rank has spoken; a moment more lets each finish its own
+        // output (a Python traceback) and exit by itself.
+        accounted_ = true;
+        teardown_at_ = std::min(teardown_at_, Clock::now() + std::chrono::seconds(1));
+      }
+      if (failed_ && !terminating_ && Clock::now() >= teardown_at_) begin_teardown();
+      if (all_reaped || terminating_) track_adopted();
+      OpenStreams open = open_streams();
+      const Clock::time_point now = Clock::now();
+      if (all_reaped && !(more_to_come_ && !terminating_)) {
+        // Every child is gone; grandchildren left in their groups are not let be.
+        if (!leftovers() && open.streams.empty()) break;
+        begin_teardown();
+      }
+      if (terminating_ && !killed_ && now >= kill_at_) {
+        killed_ = true;
+        signal_all(SIGKILL);
+        if (watch_.signal_remote) watch_.signal_remote(SIGKILL);
+        give_up_at_ = now + std::chrono::seconds(2);
+      }
+      // A process that left our process groups (setsid) may hold a pipe forever.
+      if (killed_ && all_reaped && now >= give_up_at_) break;
+      if (poll(open.fds.data(), open.fds.size(), poll_timeout(now)) < 0 && errno != EINTR) break;
+      if (open.fds[0].revents & POLLIN) read_signals();
+      relay_output(open);
+    }
+    close_outputs();
+    return result_;
+  }
+
+ private:
+  void signal_all(int sig) {
+    for (auto& c : children_) {
       if (c.pid > 0) kill(-c.pid, sig);  // the group: grandchildren too
     }
-    for (pid_t pid : adopted) kill(pid, sig);
-  };
-  auto begin_teardown = [&]() {
-    if (terminating) return;
-    terminating = true;
+    for (pid_t pid : adopted_) kill(pid, sig);
+  }
+
+  void begin_teardown() {
+    if (terminating_) return;
+    terminating_ = true;
     signal_all(SIGTERM);
-    continue_stopped(children, adopted);
-    if (watch.signal_remote) watch.signal_remote(SIGTERM);
-    kill_at = Clock::now() + grace;
-  };
+    continue_stopped(children_, adopted_);
+    if (watch_.signal_remote) watch_.signal_remote(SIGTERM);
+    kill_at_ = Clock::now() + grace_;
+  }
+
   // The first failure is the job's. The other ranks then have up to the
   // failure grace to end by themselves (they are likely failing on the same
   // cause and saying so), unless `at_once`.
-  bool failed = false;
-  bool accounted = false;  // watch.all_accounted() said so
-  std::vector<std::string> blamed;  // by the reported failure that is the job's
-  Clock::time_point teardown_at{};
-  auto fail = [&](int code, const std::string& why, bool at_once) {
-    if (!failed) {
-      failed = true;
-      result.exit_code = code;
-      result.failure = why;
-      teardown_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(watch.failure_grace));
+  void fail(int code, const std::string& why, bool at_once) {
+    if (!failed_) {
+      failed_ = true;
+      result_.exit_code = code;
+      result_.failure = why;
+      teardown_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(watch_.failure_grace));
     }
     if (at_once) begin_teardown();
-  };
+  }
 
   // A blamed rank's own end (before hvdrun signals it) says why the
   // survivors gave up.
-  auto explain = [&](std::size_t index, int code, const std::string& why) {
-    if (terminating) return;
-    const std::string rank = rank_of(*children[index].spec, index);
-    if (std::find(blamed.begin(), blamed.end(), rank) == blamed.end()) return;
-    blamed.clear();
-    result.exit_code = code;
-    result.failure = why;
-  };
+  void explain(std::size_t index, int code, const std::string& why) {
+    if (terminating_) return;
+    const std::string rank = rank_of(*children_[index].spec, index);
+    if (std::find(blamed_.begin(), blamed_.end(), rank) == blamed_.end()) return;
+    blamed_.clear();
+    result_.exit_code = code;
+    result_.failure = why;
+  }
 
-  auto start = [&](const ChildSpec& spec) {
-    Child& child = children.emplace_back();
+  void start(const ChildSpec& spec) {
+    Child& child = children_.emplace_back();
     child.spec = &spec;
-    child.name = describe(spec, children.size() - 1);
+    child.name = describe(spec, children_.size() - 1);
     std::string error;
     if (!start_child(child, &error)) fail(1, child.name + ": " + error, true);
-    for (auto& s : child.streams) s.on_line = &watch.on_line;
-  };
-  for (const ChildSpec& spec : specs) {
-    if (!terminating) start(spec);
+    for (auto& s : child.streams) s.on_line = &watch_.on_line;
   }
 
   // The driver's orders, at most every 100 ms and at once after an exit.
-  bool more_to_come = false;
-  Clock::time_point next_orders_at{};
-  auto take_orders = [&]() {
-    if (control == nullptr || terminating) return;
-    GroupOrders orders = control->poll();
-    more_to_come = orders.more_to_come;
-    next_orders_at = Clock::now() + std::chrono::milliseconds(100);
+  void take_orders() {
+    if (control_ == nullptr || terminating_) return;
+    GroupOrders orders = control_->poll();
+    more_to_come_ = orders.more_to_come;
+    next_orders_at_ = Clock::now() + std::chrono::milliseconds(100);
     for (ChildSpec& spec : orders.start) {
-      if (!terminating) start(started_later.emplace_back(std::move(spec)));
+      if (!terminating_) start(started_later_.emplace_back(std::move(spec)));
     }
     for (std::size_t i : orders.stop) {
-      Child& c = children.at(i);
+      Child& c = children_.at(i);
       if (c.reaped || c.stopping || c.pid <= 0) continue;
       c.stopping = true;
-      c.stop_kill_at = Clock::now() + grace;
+      c.stop_kill_at = Clock::now() + grace_;
       kill(-c.pid, SIGTERM);
     }
     if (!orders.failure.empty()) fail(1, orders.failure, true);
-  };
-  take_orders();
+  }
 
-  while (true) {
-    if (!failed && watch.reported_failure) {
-      const ReportedFailure reported = watch.reported_failure();
-      if (!reported.summary.empty()) {
-        fail(1, reported.summary, false);
-        for (int r : reported.blamed) blamed.push_back(std::to_string(r));
-      }
-    }
-    // Reap what has exited: our children, and their orphaned descendants
-    // (reparented to us as subreaper) by process group; never waitpid(-1).
+  void note_reported_failure() {
+    if (failed_ || !watch_.reported_failure) return;
+    const ReportedFailure reported = watch_.reported_failure();
+    if (reported.summary.empty()) return;
+    fail(1, reported.summary, false);
+    for (int r : reported.blamed) blamed_.push_back(std::to_string(r));
+  }
+
+  // Reaps what has exited: our children, and their orphaned descendants
+  // (reparented to us as subreaper) by process group; never waitpid(-1).
+  // True when every child is reaped.
+  bool reap_children() {
     bool all_reaped = true;
-    for (std::size_t index = 0; index < children.size(); ++index) {
-      Child& c = children[index];
+    for (std::size_t index = 0; index < children_.size(); ++index) {
+      Child& c = children_[index];
       if (c.pid <= 0) continue;
       if (c.stopping && !c.reaped && Clock::now() >= c.stop_kill_at) {
         kill(-c.pid, SIGKILL);
@@ -430,21 +499,7 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
         if (r == 0) break;
         if (r < 0 && errno == EINTR) continue;
         c.reaped = true;
-        if (r < 0) break;
-        if (control != nullptr && !terminating && control->on_exit(index, status)) {
-          next_orders_at = Clock::now();
-        } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-          const std::string why =
-              c.name + " exited with code " + std::to_string(WEXITSTATUS(status));
-          explain(index, WEXITSTATUS(status), why);
-          fail(WEXITSTATUS(status), why, false);
-        } else if (WIFSIGNALED(status)) {
-          int sig = WTERMSIG(status);
-          const std::string why = c.name + " was killed by signal " + std::to_string(sig) + " (" +
-                                  signal_name(sig) + ")";
-          explain(index, 128 + sig, why);
-          fail(128 + sig, why, false);
-        }
+        if (r >= 0) judge_exit(index, status);
       }
       if (c.reaped) {
         while (waitpid(-c.pid, &status, WNOHANG) > 0) {
@@ -452,93 +507,107 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
       }
       all_reaped = all_reaped && c.reaped;
     }
-    // After the reaping: a rank that asks for a new round because a peer
-    // died must not get a round that still counts the dead peer.
-    if (Clock::now() >= next_orders_at) {
-      take_orders();
-      for (const Child& c : children) all_reaped = all_reaped && (c.pid <= 0 || c.reaped);
+    return all_reaped;
+  }
+
+  void judge_exit(std::size_t index, int status) {
+    const Child& c = children_[index];
+    if (control_ != nullptr && !terminating_ && control_->on_exit(index, status)) {
+      next_orders_at_ = Clock::now();
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+      const std::string why = c.name + " exited with code " + std::to_string(WEXITSTATUS(status));
+      explain(index, WEXITSTATUS(status), why);
+      fail(WEXITSTATUS(status), why, false);
+    } else if (WIFSIGNALED(status)) {
+      int sig = WTERMSIG(status);
+      const std::string why = c.name + " was killed by signal " + std::to_string(sig) + " (" +
+                              signal_name(sig) + ")";
+      explain(index, 128 + sig, why);
+      fail(128 + sig, why, false);
     }
-    if (failed && !terminating && !accounted && watch.all_accounted && watch.all_accounted()) {
-      // Every rank has spoken; a moment more lets each finish its own
-      // output (a Python traceback) and exit by itself.
-      accounted = true;
-      teardown_at = std::min(teardown_at, Clock::now() + std::chrono::seconds(1));
+  }
+
+  bool every_child_reaped() const {
+    for (const Child& c : children_) {
+      if (c.pid > 0 && !c.reaped) return false;
     }
-    if (failed && !terminating && Clock::now() >= teardown_at) begin_teardown();
-    if (all_reaped || terminating) {
-      std::vector<pid_t> found = reap_adopted(children);
-      std::vector<pid_t> late;  // adopted after the signals went out
-      for (pid_t pid : found) {
-        bool known = std::find(adopted.begin(), adopted.end(), pid) != adopted.end();
-        if (terminating && !known) {
-          kill(pid, killed ? SIGKILL : SIGTERM);
-          late.push_back(pid);
-        }
+    return true;
+  }
+
+  // Orphans adopted from our children's groups; those adopted after the
+  // signals went out get them now.
+  void track_adopted() {
+    std::vector<pid_t> found = reap_adopted(children_);
+    std::vector<pid_t> late;
+    for (pid_t pid : found) {
+      bool known = std::find(adopted_.begin(), adopted_.end(), pid) != adopted_.end();
+      if (terminating_ && !known) {
+        kill(pid, killed_ ? SIGKILL : SIGTERM);
+        late.push_back(pid);
       }
-      if (!late.empty() && !killed) continue_stopped({}, late);
-      adopted = std::move(found);
     }
-    std::vector<pollfd> fds;
-    std::vector<Stream*> streams;
-    fds.push_back({g_signal_pipe[0], POLLIN, 0});
-    for (auto& c : children) {
+    if (!late.empty() && !killed_) continue_stopped({}, late);
+    adopted_ = std::move(found);
+  }
+
+  bool leftovers() const {
+    bool left = !adopted_.empty();
+    for (const auto& c : children_) left |= c.pid > 0 && kill(-c.pid, 0) == 0;
+    return left;
+  }
+
+  OpenStreams open_streams() {
+    OpenStreams open;
+    open.fds.push_back({g_signal_pipe[0], POLLIN, 0});
+    for (auto& c : children_) {
       for (auto& s : c.streams) {
         if (s.fd >= 0) {
-          fds.push_back({s.fd, POLLIN, 0});
-          streams.push_back(&s);
+          open.fds.push_back({s.fd, POLLIN, 0});
+          open.streams.push_back(&s);
         }
       }
     }
-    auto now = Clock::now();
-    if (all_reaped && !(more_to_come && !terminating)) {
-      // Every child is gone; grandchildren left in their groups are not let be.
-      bool leftovers = !adopted.empty();
-      for (auto& c : children) leftovers |= c.pid > 0 && kill(-c.pid, 0) == 0;
-      if (!leftovers && streams.empty()) break;
-      begin_teardown();
-    }
-    if (terminating && !killed && now >= kill_at) {
-      killed = true;
-      signal_all(SIGKILL);
-      if (watch.signal_remote) watch.signal_remote(SIGKILL);
-      give_up_at = now + std::chrono::seconds(2);
-    }
-    // A process that left our process groups (setsid) may hold a pipe forever.
-    if (killed && all_reaped && now >= give_up_at) break;
+    return open;
+  }
 
+  // Until the next deadline: the teardown's, the SIGKILL's, the driver's orders.
+  int poll_timeout(Clock::time_point now) const {
     int timeout_ms = 200;
-    if (failed && !killed) {
+    if (failed_ && !killed_) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      (terminating ? kill_at : teardown_at) - now)
+                      (terminating_ ? kill_at_ : teardown_at_) - now)
                       .count();
       timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left, 200)));
     }
-    if (control != nullptr && !terminating) {  // the driver's next orders are due then
+    if (control_ != nullptr && !terminating_) {
       auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(next_orders_at - now).count();
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_orders_at_ - now).count();
       timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left, timeout_ms)));
     }
-    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
+    return timeout_ms;
+  }
 
-    if (fds[0].revents & POLLIN) {
-      unsigned char sigs[64];
-      ssize_t n;
-      while ((n = read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
-        for (ssize_t i = 0; i < n; ++i) {
-          if (sigs[i] == SIGCHLD) continue;
-          bool again = terminating && result.failure.rfind("hvdrun received", 0) == 0;
-          fail(128 + sigs[i], "hvdrun received " + signal_name(sigs[i]) + ", stopping every rank",
-               true);
-          if (again && !killed) kill_at = Clock::now();  // second Ctrl-C: KILL at once
-        }
+  void read_signals() {
+    unsigned char sigs[64];
+    ssize_t n;
+    while ((n = read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
+      for (ssize_t i = 0; i < n; ++i) {
+        if (sigs[i] == SIGCHLD) continue;
+        bool again = terminating_ && result_.failure.rfind("hvdrun received", 0) == 0;
+        fail(128 + sigs[i], "hvdrun received " + signal_name(sigs[i]) + ", stopping every rank",
+             true);
+        if (again && !killed_) kill_at_ = Clock::now();  // second Ctrl-C: KILL at once
       }
     }
-    for (Stream* s : streams) {  // a prompt or a progress bar: no newline for a while
+  }
+
+  void relay_output(const OpenStreams& open) {
+    for (Stream* s : open.streams) {  // a prompt or a progress bar: no newline for a while
       write_all(s->out_fd, s->lines.flush_stale(Clock::now(), s->on_line));
     }
-    for (size_t i = 0; i < streams.size(); ++i) {
-      if (!fds[i + 1].revents) continue;
-      Stream& s = *streams[i];
+    for (size_t i = 0; i < open.streams.size(); ++i) {
+      if (!open.fds[i + 1].revents) continue;
+      Stream& s = *open.streams[i];
       char buf[16384];
       ssize_t n = read(s.fd, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
@@ -552,21 +621,38 @@ JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_se
     }
   }
 
-  for (auto& c : children) {
-    for (auto& s : c.streams) {
-      if (s.fd >= 0) close(s.fd);
+  void close_outputs() {
+    for (auto& c : children_) {
+      for (auto& s : c.streams) {
+        if (s.fd >= 0) close(s.fd);
+      }
+      if (c.file_fd >= 0) close(c.file_fd);
     }
-    if (c.file_fd >= 0) close(c.file_fd);
   }
-  prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGCHLD, &old_chld, nullptr);
-  sigaction(SIGPIPE, &old_pipe, nullptr);
-  close(g_signal_pipe[0]);
-  close(g_signal_pipe[1]);
-  g_signal_pipe[0] = g_signal_pipe[1] = -1;
-  return result;
+
+  const JobWatch& watch_;
+  const GroupControl* control_;
+  const Clock::duration grace_;
+  JobResult result_;
+  std::vector<Child> children_;
+  std::deque<ChildSpec> started_later_;  // the driver's; stable addresses
+  std::vector<pid_t> adopted_;
+  bool terminating_ = false;  // SIGTERM sent to every group
+  bool killed_ = false;       // SIGKILL sent to every group
+  bool failed_ = false;
+  bool accounted_ = false;            // watch.all_accounted() said so
+  std::vector<std::string> blamed_;   // by the reported failure that is the job's
+  bool more_to_come_ = false;         // the driver starts more children later
+  Clock::time_point kill_at_{}, give_up_at_{}, teardown_at_{}, next_orders_at_{};
+};
+
+}  // namespace
+
+JobResult run_process_group(const std::vector<ChildSpec>& specs, double grace_seconds,
+                            const JobWatch& watch, const GroupControl* control) {
+  SignalScope signals;
+  if (!signals.error().empty()) return {1, signals.error()};
+  return GroupRun(grace_seconds, watch, control).run(specs);
 }
 
 }  // namespace hvdrun

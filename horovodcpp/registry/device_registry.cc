@@ -2,7 +2,7 @@
 #include "registry/device_registry.h"
 
 #include "core/device/device_operations.h"
-#include "core/device/gpu_operations.h"
+#include "core/device/gpu_operations_choice.h"
 #include "core/diagnostics/logging.h"
 #include "registry/transports.h"
 #include "settings/settings.h"

@@ -42,7 +42,7 @@ from horovodcpp.tensorflow.gradient_tape import (  # noqa: F401
 from horovodcpp.tensorflow.mpi_ops import gpu_available  # noqa: F401
 from horovodcpp.tensorflow.kernels import (  # noqa: F401
     barrier, join, local_rank_op, local_size_op, process_set_included_op, rank_op, size_op)
-from horovodcpp.tensorflow.ops import (  # noqa: F401
+from horovodcpp.tensorflow.collectives import (  # noqa: F401
     allgather, allreduce, alltoall, broadcast, grouped_allgather, grouped_allreduce,
     grouped_reducescatter, reducescatter)
 from horovodcpp.tensorflow.optimizer import DistributedOptimizer  # noqa: F401

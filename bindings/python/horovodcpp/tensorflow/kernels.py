@@ -1,5 +1,5 @@
 """The collectives on TensorFlow tensors as single ops, not differentiable
-(the differentiable public forms are in ops.py), and the topology ops.
+(the differentiable public forms are in collectives.py), and the topology ops.
 
 `name` is the collective's full name (see bridge.collective_name);
 `process_set` a registered ProcessSet. Tensors of dtypes the core lacks

@@ -21,7 +21,7 @@ from horovodcpp.common.util import resolve_op as handle_average_backwards_compat
 from horovodcpp.tensorflow.functions import broadcast_  # noqa: F401
 from horovodcpp.tensorflow.kernels import (  # noqa: F401
     barrier, join, local_rank_op, local_size_op, process_set_included_op, rank_op, size_op)
-from horovodcpp.tensorflow.ops import (  # noqa: F401
+from horovodcpp.tensorflow.collectives import (  # noqa: F401
     allgather, alltoall, broadcast, grouped_allgather)
 
 # Horovod's handle on its compiled library; here the one core of every

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from horovodcpp import _core
 from horovodcpp.common.basics import Sum
-from horovodcpp.tensorflow import ops
+from horovodcpp.tensorflow import collectives
 
 
 @keras.saving.register_keras_serializable(package="horovodcpp")
@@ -33,7 +33,7 @@ class SyncBatchNormalization(keras.layers.BatchNormalization):
             weights = tf.broadcast_to(tf.cast(mask[..., None], inputs.dtype), tf.shape(inputs))
         stats = tf.stack([tf.reduce_sum(weights, axes), tf.reduce_sum(weights * inputs, axes),
                           tf.reduce_sum(weights * tf.square(inputs), axes)])
-        count, total, squares = tf.unstack(ops.allreduce(stats, op=Sum))
+        count, total, squares = tf.unstack(collectives.allreduce(stats, op=Sum))
         mean = total / count
         # Var[X] = E[X^2] - E[X]^2, clipped at 0 against rounding.
         return mean, tf.maximum(squares / count - tf.square(mean), 0.0)

@@ -21,7 +21,7 @@ from horovodcpp.tensorflow import (  # noqa: F401
     is_homogeneous, is_initialized, join, local_rank, local_size, mpi_built, mpi_enabled,
     mpi_threads_supported, nccl_built, rank, remove_process_set, rocm_built, shutdown, size,
     start_timeline, stop_timeline)
-from horovodcpp.tensorflow import ops as _ops
+from horovodcpp.tensorflow import collectives as _collectives
 from horovodcpp.tensorflow.functions import broadcast_global_variables  # noqa: F401
 from horovodcpp.tensorflow.keras import callbacks, elastic  # noqa: F401
 from horovodcpp.tensorflow.keras.optimizer import (  # noqa: F401
@@ -31,21 +31,21 @@ from horovodcpp.tensorflow.keras.optimizer import (  # noqa: F401
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0, op=None,
               compression=Compression.none):
     """Allreduce of a tensor-like value (eagerly: returns a tensor)."""
-    return _ops.allreduce(tf.convert_to_tensor(value), average=average, compression=compression,
+    return _collectives.allreduce(tf.convert_to_tensor(value), average=average, compression=compression,
                           op=op, prescale_factor=prescale_factor,
                           postscale_factor=postscale_factor, name=name)
 
 
 def allgather(value, name=None):
     """Allgather of a tensor-like value along its first dimension."""
-    return _ops.allgather(tf.convert_to_tensor(value), name=name)
+    return _collectives.allgather(tf.convert_to_tensor(value), name=name)
 
 
 def broadcast(value, root_rank, name=None):
     """root_rank's tensor-like value, on every rank."""
-    return _ops.broadcast(tf.convert_to_tensor(value), root_rank, name=name)
+    return _collectives.broadcast(tf.convert_to_tensor(value), root_rank, name=name)
 
 
 def reducescatter(value, name=None, op=Average):
     """Reducescatter of a tensor-like value: this rank's share of the rows."""
-    return _ops.reducescatter(tf.convert_to_tensor(value), op=op, name=name)
+    return _collectives.reducescatter(tf.convert_to_tensor(value), op=op, name=name)

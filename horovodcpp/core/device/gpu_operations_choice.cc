@@ -1,4 +1,4 @@
-#include "core/device/gpu_operations.h"
+#include "core/device/gpu_operations_choice.h"
 
 #include <algorithm>
 #include <cctype>

@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "core/device/gpu_operations.h"
+#include "core/device/gpu_operations_choice.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

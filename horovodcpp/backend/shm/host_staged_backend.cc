@@ -1,4 +1,4 @@
-#include "backend/shm/hierarchical_backend.h"
+#include "backend/shm/host_staged_backend.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -14,7 +14,7 @@ namespace hvd {
 
 HostStagedBackend::HostStagedBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
                                      const HostLayout& layout)
-    : inner_(std::move(inner)),
+    : ForwardingBackend(std::move(inner)),
       even_(layout.even()),
       rank_(layout.hosts[layout.host][layout.local]),
       local_(layout.local) {
@@ -101,32 +101,6 @@ void HostStagedBackend::run_stages(void* buffer, std::size_t count, DataType dty
   host_->reducescatter(buffer, scratch_.data(), shares_, dtype, op);
   if (mine > 0) cross_.backend->allreduce(scratch_.data(), mine, dtype, op);
   host_->allgatherv(scratch_.data(), buffer, shares_, dtype);
-}
-
-void HostStagedBackend::allgatherv(const void* input, void* output,
-                                   const std::vector<std::size_t>& counts, DataType dtype) {
-  inner_->allgatherv(input, output, counts, dtype);
-}
-
-void HostStagedBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int root) {
-  inner_->broadcast(buffer, count, dtype, root);
-}
-
-void HostStagedBackend::alltoallv(const void* input, const std::vector<std::size_t>& send_counts,
-                                  void* output, const std::vector<std::size_t>& recv_counts,
-                                  DataType dtype) {
-  inner_->alltoallv(input, send_counts, output, recv_counts, dtype);
-}
-
-void HostStagedBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
-                                 std::size_t recv_count, DataType dtype, int peer) {
-  inner_->sendrecv(send, send_count, recv, recv_count, dtype, peer);
-}
-
-void HostStagedBackend::reducescatter(void* buffer, void* output,
-                                      const std::vector<std::size_t>& counts, DataType dtype,
-                                      ReduceOp op) {
-  inner_->reducescatter(buffer, output, counts, dtype, op);
 }
 
 std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend, Controller& controller,

@@ -25,7 +25,7 @@
 
 namespace hvd {
 
-class HostStagedBackend : public Backend {
+class HostStagedBackend : public ForwardingBackend {
  public:
   // Collective over every rank of the job (same arguments everywhere):
   // creates the sub-transports through `channel` and the host's segment.
@@ -47,22 +47,12 @@ class HostStagedBackend : public Backend {
   // marked failed, it gives up on both stages' transports (passing on whom
   // it blames) and its cross-host connections are closed.
   void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;
-  // Delegated to the inner (flat) backend.
-  void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
-                  DataType dtype) override;
-  void broadcast(void* buffer, std::size_t count, DataType dtype, int root) override;
-  void alltoallv(const void* input, const std::vector<std::size_t>& send_counts, void* output,
-                 const std::vector<std::size_t>& recv_counts, DataType dtype) override;
-  void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
-                     DataType dtype, ReduceOp op) override;
-  void sendrecv(const void* send, std::size_t send_count, void* recv, std::size_t recv_count,
-                DataType dtype, int peer) override;
+  // The other collectives go to the inner (flat) backend.
 
  private:
   // The stages of allreduce (see above).
   void run_stages(void* buffer, std::size_t count, DataType dtype, ReduceOp op);
 
-  std::unique_ptr<Backend> inner_;
   std::string name_;
   bool even_ = false;
   bool broken_ = false;                          // a stage failed

@@ -35,7 +35,7 @@ ShmOptions ShmOptions::from_environment() {
 
 ShmBackend::ShmBackend(std::unique_ptr<Backend> inner, Controller& controller,
                        const ShmOptions& options)
-    : inner_(std::move(inner)), controller_(controller) {
+    : ForwardingBackend(std::move(inner)), controller_(controller) {
   HVD_CHECK(inner_ != nullptr, InvalidArgument, "ShmBackend needs an inner backend");
   const Topology& topology = controller.topology();
   rank_ = topology.rank;
@@ -205,17 +205,6 @@ void ShmBackend::allgatherv(const void* input, void* output, const std::vector<s
 
 void ShmBackend::abandon(const std::string& reason) {
   if (active()) pipeline_->give_up(reason.c_str());
-}
-
-void ShmBackend::alltoallv(const void* input, const std::vector<std::size_t>& send_counts,
-                           void* output, const std::vector<std::size_t>& recv_counts,
-                           DataType dtype) {
-  inner_->alltoallv(input, send_counts, output, recv_counts, dtype);
-}
-
-void ShmBackend::sendrecv(const void* send, std::size_t send_count, void* recv,
-                          std::size_t recv_count, DataType dtype, int peer) {
-  inner_->sendrecv(send, send_count, recv, recv_count, dtype, peer);
 }
 
 bool shm_agreed(Controller& controller) {

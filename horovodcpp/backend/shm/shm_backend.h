@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/shm/forwarding_backend.h"
 #include "backend/shm/shm_pipeline.h"
 #include "backend/shm/shm_segment.h"
 #include "core/execution/backend.h"
@@ -38,7 +39,7 @@ struct ShmOptions {
   static ShmOptions from_environment();
 };
 
-class ShmBackend : public Backend {
+class ShmBackend : public ForwardingBackend {
  public:
   // Collective over `controller`'s ranks, which must all be on this host.
   // Rank 0 creates the segment under a fresh name and tells the others; once
@@ -63,11 +64,6 @@ class ShmBackend : public Backend {
   void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
                   DataType dtype) override;
   void broadcast(void* buffer, std::size_t count, DataType dtype, int root) override;
-  // Delegated to the inner backend.
-  void alltoallv(const void* input, const std::vector<std::size_t>& send_counts, void* output,
-                 const std::vector<std::size_t>& recv_counts, DataType dtype) override;
-  void sendrecv(const void* send, std::size_t send_count, void* recv, std::size_t recv_count,
-                DataType dtype, int peer) override;
   // The allreduce's pipeline, each rank copying out only its own share.
   void reducescatter(void* buffer, void* output, const std::vector<std::size_t>& counts,
                      DataType dtype, ReduceOp op) override;
@@ -78,7 +74,6 @@ class ShmBackend : public Backend {
 
   // Whether the segment is in use (false: everything goes to the inner backend).
   bool active() const { return pipeline_ != nullptr; }
-  Backend& inner() { return *inner_; }
   // The segment's name ("/hvdcpp-..."), already removed from /dev/shm.
   const std::string& segment_name() const { return segment_name_; }
 
@@ -101,7 +96,6 @@ class ShmBackend : public Backend {
                      ReduceOp op, std::size_t keep_begin, std::size_t keep_end, unsigned char* out,
                      double divisor = 1.0, double factor = 1.0);
 
-  std::unique_ptr<Backend> inner_;
   Controller& controller_;
   int rank_ = 0;
   int size_ = 1;

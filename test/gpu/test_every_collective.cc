@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "../timeline_file.h"
+#include "../harness/timeline_file.h"
 #include "gpu_test_util.h"
 #include "horovodcpp/horovodcpp.h"
 

@@ -1,6 +1,6 @@
 """op=hvd.Adasum reaches the core from horovodcpp.tensorflow: allreduce and
 DistributedGradientTape against a NumPy reference of the Adasum recursion
-(the core's Adasum itself is tested in test/mpi and test/python)."""
+(the core's Adasum itself is tested in test/multirank and test/python)."""
 import numpy as np
 import pytest
 import tensorflow as tf

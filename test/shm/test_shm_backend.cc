@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "backend/shm/shm_backend.h"
-#include "backend_conformance.h"
-#include "fault_subjob.h"
+#include "../harness/backend_conformance.h"
+#include "../harness/fault_subjob.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 #include "settings/settings.h"

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend_conformance.h"
+#include "../harness/backend_conformance.h"
 #include "threads/thread_job.h"
 
 namespace hvd {

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "../adasum_reference.h"
+#include "../harness/adasum_reference.h"
 #include "core/execution/adasum.h"
 #include "horovodcpp/errors.h"
 

@@ -12,7 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "../timeline_file.h"
+#include "../harness/timeline_file.h"
 #include "core/device/completion_poller.h"
 #include "core/device/device_completion.h"
 #include "horovodcpp/errors.h"

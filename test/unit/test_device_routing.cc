@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../timeline_file.h"
+#include "../harness/timeline_file.h"
 #include "core/runtime/collective_executor.h"
 #include "horovodcpp/errors.h"
 

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "../timeline_file.h"
+#include "../harness/timeline_file.h"
 #include "core/diagnostics/timeline.h"
 #include "core/execution/timeline_span.h"
 #include "horovodcpp/errors.h"

@@ -30,7 +30,7 @@ def main():
         return
     if current != generated:
         sys.exit(f"{path} differs from the table of settings; regenerate it with\n"
-                 f"  python3 test/check_settings_doc.py {hvdrun} {path} --write")
+                 f"  python3 test/checks/check_settings_doc.py {hvdrun} {path} --write")
 
 
 if __name__ == "__main__":

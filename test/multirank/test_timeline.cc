@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "horovodcpp/horovodcpp.h"
-#include "timeline_file.h"
+#include "../harness/timeline_file.h"
 
 namespace {
 

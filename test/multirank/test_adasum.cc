@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "adasum_reference.h"
+#include "../harness/adasum_reference.h"
 #include "horovodcpp/horovodcpp.h"
 #include "test_helpers.h"
 

@@ -14,7 +14,7 @@
 #include "backend/mpi/mpi_backend.h"
 #include "backend/mpi/mpi_context.h"
 #include "backend/mpi/mpi_controller.h"
-#include "backend_conformance.h"
+#include "../harness/backend_conformance.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 

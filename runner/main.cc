@@ -281,7 +281,8 @@ int run_gloo(const Options& options, const std::vector<RankPlacement>& placement
 // so that hvdrun, which gives up first, is the one that explains why.
 constexpr int kWorkerWaitMarginSeconds = 30;
 
-int run_gloo_elastic(const Options& options, const std::map<std::string, std::string>& env) {
+// The elastic driver's bounds from -np, --min-np, --max-np and the rest.
+ElasticConfig elastic_config(const Options& options) {
   const ElasticOptions& elastic = options.elastic;
   ElasticConfig config;
   config.num_proc = options.num_proc.value_or(elastic.min_np.value_or(0));
@@ -295,6 +296,12 @@ int run_gloo_elastic(const Options& options, const std::map<std::string, std::st
   config.timeout = std::chrono::seconds(elastic.timeout_seconds);
   config.reset_limit = elastic.reset_limit;
   config.cooldown_range = elastic.cooldown_range;
+  return config;
+}
+
+int run_gloo_elastic(const Options& options, const std::map<std::string, std::string>& env) {
+  const ElasticOptions& elastic = options.elastic;
+  const ElasticConfig config = elastic_config(options);
 
   // Fixed hosts are checked now, as in a fixed job; discovered ones as they come.
   std::vector<std::string> remote_hosts;

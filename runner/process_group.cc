@@ -146,6 +146,30 @@ bool stdin_pipe(const std::string& text, int* read_fd, std::string* error) {
   return true;
 }
 
+// Opens `path` (and its folder) for a child's output.
+bool open_output_file(const std::string& path, int* fd, std::string* error) {
+  std::error_code ec;
+  auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  *fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (*fd >= 0) return true;
+  *error = "cannot open " + path + ": " + std::strerror(errno);
+  return false;
+}
+
+// The pipes of a child's stdout (pipes[0]) and stderr (pipes[1]).
+bool output_pipes(int pipes[2][2], std::string* error) {
+  if (pipe2(pipes[0], O_CLOEXEC) != 0) {
+    *error = std::strerror(errno);
+    return false;
+  }
+  if (pipe2(pipes[1], O_CLOEXEC) == 0) return true;
+  close(pipes[0][0]);
+  close(pipes[0][1]);
+  *error = std::strerror(errno);
+  return false;
+}
+
 // Starts one child; on failure to fork, returns false with the reason.
 bool start_child(Child& child, std::string* error) {
   const ChildSpec& spec = *child.spec;
@@ -153,27 +177,11 @@ bool start_child(Child& child, std::string* error) {
     *error = "empty command";
     return false;
   }
-  if (!spec.output_file.empty()) {
-    std::error_code ec;
-    auto parent = std::filesystem::path(spec.output_file).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    child.file_fd = open(spec.output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (child.file_fd < 0) {
-      *error = "cannot open " + spec.output_file + ": " + std::strerror(errno);
-      return false;
-    }
+  if (!spec.output_file.empty() && !open_output_file(spec.output_file, &child.file_fd, error)) {
+    return false;
   }
   int pipes[2][2];
-  if (pipe2(pipes[0], O_CLOEXEC) != 0) {
-    *error = std::strerror(errno);
-    return false;
-  }
-  if (pipe2(pipes[1], O_CLOEXEC) != 0) {
-    close(pipes[0][0]);
-    close(pipes[0][1]);
-    *error = std::strerror(errno);
-    return false;
-  }
+  if (!output_pipes(pipes, error)) return false;
   int stdin_fd = -1;
   if (!spec.stdin_text.empty() && !stdin_pipe(spec.stdin_text, &stdin_fd, error)) {
     for (auto& p : pipes) {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -374,6 +375,44 @@ std::vector<PendingTensor> MessageTable::pending_tensors() const {
   return result;
 }
 
+// The rules on values every rank agrees on: Average of bools, Adasum's
+// dtype and power-of-two ranks, broadcast's root. An error response, or
+// nothing when the request is valid.
+std::optional<Response> agreed_values_refused(const Request& first, const std::string& what,
+                                              int size, int set_size) {
+  if ((first.op_type == OpType::kAllreduce || first.op_type == OpType::kReducescatter) &&
+      first.dtype == DataType::kBool && first.reduce_op == ReduceOp::kAverage) {
+    return error_response(first, ErrorKind::kInvalidArgument,
+                          std::string(op_type_name(first.op_type)) + " of " + what + ": Average is not defined for bool tensors "
+                          "(use Sum for logical OR, Min for logical AND)");
+  }
+  if (first.op_type == OpType::kAllreduce && first.reduce_op == ReduceOp::kAdasum) {
+    if (!is_floating(first.dtype)) {
+      return error_response(first, ErrorKind::kInvalidArgument,
+                            "allreduce of " + what +
+                                ": Adasum needs a floating-point tensor "
+                                "(float16, bfloat16, float32 or float64), got " +
+                                dtype_name(first.dtype));
+    }
+    // Joined ranks take part (with zeros): the set's size counts.
+    const int ranks = set_size > 0 ? set_size : size;
+    if ((ranks & (ranks - 1)) != 0) {
+      return error_response(first, ErrorKind::kInvalidArgument,
+                            "allreduce of " + what +
+                                ": Adasum needs a power-of-two number of "
+                                "ranks (as in Horovod), this process set has " +
+                                std::to_string(ranks));
+    }
+  }
+  if (first.op_type == OpType::kBroadcast && (first.root_rank < 0 || first.root_rank >= size)) {
+    return error_response(first, ErrorKind::kInvalidArgument,
+                          "broadcast of " + what + ": root rank " +
+                              std::to_string(first.root_rank) + " is not in [0, " +
+                              std::to_string(size) + ")");
+  }
+  return std::nullopt;
+}
+
 Response build_response(const std::vector<Request>& requests, int set_size) {
   const Request& first = requests.front();
   const std::string what = "tensor '" + first.name + "'";
@@ -415,35 +454,8 @@ Response build_response(const std::vector<Request>& requests, int set_size) {
 
   // Every rank agrees; what remains are rules on the agreed values.
   const int size = static_cast<int>(requests.size());
-  if ((first.op_type == OpType::kAllreduce || first.op_type == OpType::kReducescatter) &&
-      first.dtype == DataType::kBool && first.reduce_op == ReduceOp::kAverage) {
-    return error_response(first, ErrorKind::kInvalidArgument,
-                          std::string(op_type_name(first.op_type)) + " of " + what + ": Average is not defined for bool tensors "
-                          "(use Sum for logical OR, Min for logical AND)");
-  }
-  if (first.op_type == OpType::kAllreduce && first.reduce_op == ReduceOp::kAdasum) {
-    if (!is_floating(first.dtype)) {
-      return error_response(first, ErrorKind::kInvalidArgument,
-                            "allreduce of " + what +
-                                ": Adasum needs a floating-point tensor "
-                                "(float16, bfloat16, float32 or float64), got " +
-                                dtype_name(first.dtype));
-    }
-    // Joined ranks take part (with zeros): the set's size counts.
-    const int ranks = set_size > 0 ? set_size : size;
-    if ((ranks & (ranks - 1)) != 0) {
-      return error_response(first, ErrorKind::kInvalidArgument,
-                            "allreduce of " + what +
-                                ": Adasum needs a power-of-two number of "
-                                "ranks (as in Horovod), this process set has " +
-                                std::to_string(ranks));
-    }
-  }
-  if (first.op_type == OpType::kBroadcast && (first.root_rank < 0 || first.root_rank >= size)) {
-    return error_response(first, ErrorKind::kInvalidArgument,
-                          "broadcast of " + what + ": root rank " +
-                              std::to_string(first.root_rank) + " is not in [0, " +
-                              std::to_string(size) + ")");
+  if (std::optional<Response> refused = agreed_values_refused(first, what, size, set_size)) {
+    return *refused;
   }
   Response response;
   response.op_type = first.op_type;

@@ -9,11 +9,11 @@
 # It is made for GPU machines that have CUDA 13, CMake and PyTorch 2.x but
 # no MPI, no Gloo, no GoogleTest and no internet. So:
 # - GoogleTest comes as source: `prepare` copies Debian's /usr/src/googletest
-#   (3.8 MB) into .gpu-deps/googletest (git-ignored); carry `.gpu-deps` to
-#   the GPU machine (the `run` tool's `carry`), where it is built first.
+#   (3.8 MB) into .gpu-deps/googletest (git-ignored); copy `.gpu-deps` to
+#   the GPU machine with the checkout, where it is built first.
 # - NCCL: the CUDA toolkit's (nccl.h in CUDA's include directory), else the
-#   one PyTorch's wheels install (python3 -c 'import nvidia.nccl'). This
-#   machine's libnccl (208 MiB) is too big to carry.
+#   one PyTorch's wheels install (python3 -c 'import nvidia.nccl'); a
+#   system libnccl (about 200 MiB) is not copied.
 # - MPI is left out (HVD_WITH_MPI=OFF). Gloo is carried by `prepare` too
 #   (Debian 12's libgloo.so with libhiredis, libibverbs and libnl: about
 #   2 MB; they need GLIBC >= 2.34 and GLIBCXX >= 3.4.30 on the GPU machine)

@@ -1,5 +1,6 @@
-// FileStore: round trips, waiting gets, timeouts and concurrent counters in
-// a temporary directory.
+// FileStore in a temporary directory: its own directory, key encoding (odd
+// and long keys stay inside it), two instances sharing it, timeouts naming
+// the directory (what every store does: test_store_conformance.cc).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -91,64 +92,14 @@ TEST_F(FileStoreTest, TwoInstancesShareTheDirectory) {
   EXPECT_EQ(reader.get("shared", milliseconds(100)), "value");
 }
 
-TEST_F(FileStoreTest, GetWaitsForALaterSet) {
+TEST_F(FileStoreTest, TimeoutNamesTheDirectory) {
   FileStore store(dir());
-  std::thread writer([this] {
-    std::this_thread::sleep_for(milliseconds(100));
-    FileStore(dir()).set("late/key", "arrived");
-  });
-  const auto start = Clock::now();
-  EXPECT_EQ(store.get("late/key", milliseconds(5000)), "arrived");
-  const auto waited = Clock::now() - start;
-  writer.join();
-  EXPECT_GE(waited, milliseconds(90));
-  EXPECT_LT(waited, milliseconds(2000));
-}
-
-TEST_F(FileStoreTest, GetTimesOutNamingTheKey) {
-  FileStore store(dir());
-  const auto start = Clock::now();
   try {
-    store.get("missing/key", milliseconds(150));
+    store.get("missing/key", milliseconds(50));
     FAIL() << "get returned";
   } catch (const Timeout& e) {
-    const auto waited = Clock::now() - start;
-    EXPECT_GE(waited, milliseconds(150));
-    EXPECT_LT(waited, milliseconds(1500));
-    EXPECT_NE(std::string(e.what()).find("missing/key"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(dir()), std::string::npos) << e.what();
   }
-}
-
-TEST_F(FileStoreTest, AddCountsAndReads) {
-  FileStore store(dir());
-  EXPECT_EQ(store.add("counter", 5), 5);
-  EXPECT_EQ(store.add("counter", -7), -2);
-  EXPECT_EQ(store.add("counter", 0), -2);
-  EXPECT_EQ(store.get("counter", milliseconds(100)), "-2");
-  store.set("text", "not a number");
-  EXPECT_THROW(store.add("text", 1), InvalidArgument);
-}
-
-TEST_F(FileStoreTest, ConcurrentAddsAreExact) {
-  constexpr int kThreads = 8;
-  constexpr int kAdds = 100;
-  FileStore(dir()).set("unrelated", "x");  // directory exists before the race
-  std::vector<std::vector<long long>> seen(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([this, t, &seen] {
-      FileStore store(dir());  // one instance per "process"
-      for (int i = 0; i < kAdds; ++i) seen[t].push_back(store.add("ranks/arrived", 1));
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  FileStore store(dir());
-  EXPECT_EQ(store.add("ranks/arrived", 0), kThreads * kAdds);
-  std::vector<long long> all;
-  for (const auto& s : seen) all.insert(all.end(), s.begin(), s.end());
-  std::sort(all.begin(), all.end());
-  for (int i = 0; i < kThreads * kAdds; ++i) ASSERT_EQ(all[i], i + 1);  // each value once
 }
 
 }  // namespace

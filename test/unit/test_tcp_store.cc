@@ -1,5 +1,6 @@
-// TcpStore + TcpStoreServer over 127.0.0.1: round trips, waiting gets,
-// timeouts, concurrent counters, late servers, dead servers, bad clients.
+// TcpStore + TcpStoreServer over 127.0.0.1: large values, timeouts naming
+// the address, late servers, dead servers, bad clients, the job's secret
+// (what every store does: test_store_conformance.cc).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -102,70 +103,16 @@ TEST_F(TcpStoreTest, RoundTripsBinaryEmptyAndOddKeys) {
   EXPECT_EQ(Client()->get("large", milliseconds(1000)), large);
 }
 
-TEST_F(TcpStoreTest, GetWaitsForALaterSet) {
-  auto reader = Client();
-  std::thread writer([this] {
-    auto store = Client();
-    std::this_thread::sleep_for(milliseconds(100));
-    store->set("late/key", "arrived");
-  });
-  const auto start = Clock::now();
-  EXPECT_EQ(reader->get("late/key", milliseconds(5000)), "arrived");
-  const auto waited = Clock::now() - start;
-  writer.join();
-  EXPECT_GE(waited, milliseconds(90));
-  EXPECT_LT(waited, milliseconds(2000));
-}
-
-TEST_F(TcpStoreTest, GetTimesOutNamingKeyAndAddress) {
+TEST_F(TcpStoreTest, TimeoutNamesTheAddress) {
   auto store = Client();
-  const auto start = Clock::now();
   try {
-    store->get("missing/key", milliseconds(150));
+    store->get("missing/key", milliseconds(50));
     FAIL() << "get returned";
   } catch (const Timeout& e) {
-    const auto waited = Clock::now() - start;
-    EXPECT_GE(waited, milliseconds(150));
-    EXPECT_LT(waited, milliseconds(1500));
-    const std::string message = e.what();
-    EXPECT_NE(message.find("missing/key"), std::string::npos) << message;
-    EXPECT_NE(message.find("127.0.0.1:" + std::to_string(server_.port())), std::string::npos)
-        << message;
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(server_.port())),
+              std::string::npos)
+        << e.what();
   }
-  // The store still works after a timeout.
-  store->set("missing/key", "now");
-  EXPECT_EQ(store->get("missing/key", milliseconds(100)), "now");
-}
-
-TEST_F(TcpStoreTest, AddCountsAndRejectsText) {
-  auto store = Client();
-  EXPECT_EQ(store->add("counter", 5), 5);
-  EXPECT_EQ(store->add("counter", -7), -2);
-  EXPECT_EQ(store->get("counter", milliseconds(100)), "-2");
-  store->set("text", "not a number");
-  EXPECT_THROW(store->add("text", 1), InvalidArgument);
-  EXPECT_EQ(store->add("counter", 2), 0);  // the connection survived the error
-}
-
-TEST_F(TcpStoreTest, ConcurrentAddsFromManyClientsAreExact) {
-  constexpr int kThreads = 8;
-  constexpr int kAdds = 100;
-  auto shared = Client();  // half the threads share one client
-  std::vector<std::vector<long long>> seen(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([this, t, &seen, &shared] {
-      std::unique_ptr<TcpStore> own = t % 2 == 0 ? Client() : nullptr;
-      TcpStore& store = own ? *own : *shared;
-      for (int i = 0; i < kAdds; ++i) seen[t].push_back(store.add("ranks/arrived", 1));
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  EXPECT_EQ(shared->add("ranks/arrived", 0), kThreads * kAdds);
-  std::vector<long long> all;
-  for (const auto& s : seen) all.insert(all.end(), s.begin(), s.end());
-  std::sort(all.begin(), all.end());
-  for (int i = 0; i < kThreads * kAdds; ++i) ASSERT_EQ(all[i], i + 1);
 }
 
 TEST_F(TcpStoreTest, OversizedValueIsRejectedByTheClient) {

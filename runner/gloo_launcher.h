@@ -25,12 +25,15 @@ struct RendezvousAddress {
 // _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE, _HOSTNAME (its host as listed) and
 // the same seven by Horovod's names (HOROVOD_RANK, ...);
 // HOROVODCPP_CPU_OPERATIONS=gloo, _GLOO_RENDEZVOUS_ADDR/_PORT, _HVDRUN_STORE
-// (the same store, for the ranks' reports); with
+// (the same store, for the ranks' reports), _JOB_SECRET (what the store
+// asks the ranks to prove); with
 // --network-interface, HOROVODCPP_GLOO_IFACE (the first) and
 // NCCL_SOCKET_IFNAME (all); the rank settings; and `forwarded` (see
 // environment.h). A remote rank runs as: the remote-shell words with {host}
 // substituted, then ONE argument holding the shell command
-// "cd CWD && exec env K=V ... COMMAND" (every word shell-quoted).
+// "cd CWD && IFS= read -r HOROVODCPP_JOB_SECRET && export ... && exec env
+// K=V ... COMMAND" (every word shell-quoted; the secret comes on stdin,
+// ChildSpec::stdin_text, never on the command line).
 std::vector<ChildSpec> gloo_children(const Options& options,
                                      const std::vector<RankPlacement>& placements,
                                      const RendezvousAddress& rendezvous,

@@ -34,17 +34,6 @@ struct TransportEntry {
   Transport (*create)(const std::vector<int>& world_ranks);
 };
 
-#if HVD_HAVE_GLOO
-bool is_every_rank_in_order(const std::vector<int>& ranks, int size) {
-  if (ranks.empty()) return true;
-  if (static_cast<int>(ranks.size()) != size) return false;
-  for (int r = 0; r < size; ++r) {
-    if (ranks[static_cast<std::size_t>(r)] != r) return false;
-  }
-  return true;
-}
-#endif
-
 // Shared memory for the data path of a transport (all its ranks on this
 // host), or inside each host (several hosts) (HOROVODCPP_SHM).
 Transport with_shared_memory(Transport transport) {
@@ -87,7 +76,8 @@ std::unique_ptr<Controller> gloo_control_plane(const std::shared_ptr<GlooContext
 
 Transport create_gloo_transport(const std::vector<int>& world_ranks) {
   std::shared_ptr<GlooContext> context = GlooContext::create();
-  HVD_CHECK(is_every_rank_in_order(world_ranks, context->topology().size), InvalidArgument,
+  HVD_CHECK(world_ranks.empty() || is_every_rank_in_order(world_ranks, context->topology().size),
+            InvalidArgument,
             "Gloo mode runs on every rank hvdrun launched (0.."
                 << context->topology().size - 1 << "), not on " << rank_list_str(world_ranks)
                 << ": a job on part of the ranks (Horovod's init(comm=[...]), a list of "

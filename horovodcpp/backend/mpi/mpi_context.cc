@@ -100,12 +100,6 @@ std::pair<int, int> rank_and_size_then_free(MPI_Comm* comm) {
 MPI_Comm g_job = MPI_COMM_WORLD;
 constexpr int kJobTag = 0x68766a;  // MPI_Comm_create_group's tag: "hvj"
 
-std::vector<int> every_rank(int size) {
-  std::vector<int> ranks(static_cast<std::size_t>(size));
-  for (int r = 0; r < size; ++r) ranks[static_cast<std::size_t>(r)] = r;
-  return ranks;
-}
-
 void free_job_communicator() {
   if (g_job != MPI_COMM_WORLD && !mpi_finalized()) MPI_Comm_free(&g_job);
   g_job = MPI_COMM_WORLD;
@@ -145,7 +139,7 @@ std::shared_ptr<MpiContext> MpiContext::create(const std::vector<int>& world_ran
   HVD_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
   std::vector<int> sorted = world_ranks;
   std::sort(sorted.begin(), sorted.end());
-  const bool everyone = world_ranks.empty() || world_ranks == every_rank(world_size);
+  const bool everyone = world_ranks.empty() || is_every_rank_in_order(world_ranks, world_size);
   if (everyone) {
     free_job_communicator();
     return create(MPI_COMM_WORLD);

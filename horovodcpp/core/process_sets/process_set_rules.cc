@@ -16,6 +16,14 @@ std::string rank_list_str(const std::vector<int>& ranks) {
   return out.str();
 }
 
+bool is_every_rank_in_order(const std::vector<int>& ranks, int size) {
+  if (static_cast<int>(ranks.size()) != size) return false;
+  for (int r = 0; r < size; ++r) {
+    if (ranks[static_cast<std::size_t>(r)] != r) return false;
+  }
+  return true;
+}
+
 void check_process_set_ranks(const std::vector<int>& sorted_ranks, int job_size) {
   HVD_CHECK(!sorted_ranks.empty(), InvalidArgument, "a process set needs at least one rank");
   const auto duplicate = std::adjacent_find(sorted_ranks.begin(), sorted_ranks.end());

@@ -16,6 +16,9 @@ std::string rank_list_str(const std::vector<int>& ranks);
 // list of distinct ranks of a job of `job_size` ranks.
 void check_process_set_ranks(const std::vector<int>& sorted_ranks, int job_size);
 
+// True when `ranks` is 0, 1, ..., size - 1: every rank of a job of `size`, in order.
+bool is_every_rank_in_order(const std::vector<int>& ranks, int size);
+
 // Empty if every rank made the same call (`calls[r]`: rank r's); otherwise
 // each distinct call with the ranks that made it, e.g.
 // "add_process_set([0, 1]) on ranks 0, 2; add_process_set([0]) on rank 1".

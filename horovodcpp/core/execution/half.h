@@ -2,7 +2,7 @@
 // even, with infinities, NaN and subnormals handled.
 //
 // The conversions are inline and branch-free (selects, no early returns) so
-// that the reduction loops in reduction.cc vectorize. They rely only on IEEE
+// that the reduction loops (reduction_kernels.h) vectorize. They rely only on IEEE
 // float32 addition in round-to-nearest mode. Flush-to-zero / denormals-are-
 // zero modes do not change float16 results (the float additions below never
 // take or produce float32 subnormals, except for inputs that round to zero
@@ -47,9 +47,8 @@ inline float half_bits_to_float(std::uint16_t bits) {
   const std::uint32_t normal = exp_mant + (112u << 23);
   // Subnormal (exp == 0): m * 2^-24 = float(2^-14 * (1 + m/1024)) - 2^-14,
   // exact and a normal float32.
-  const std::uint32_t subnormal =
-      half_detail::float_bits(half_detail::bits_float(exp_mant + (113u << 23)) -
-                              half_detail::bits_float(113u << 23));
+  const std::uint32_t subnormal = half_detail::float_bits(
+      half_detail::bits_float(exp_mant + (113u << 23)) - half_detail::bits_float(113u << 23));
   // Inf/NaN: all exponent bits set; NaN gets the quiet bit.
   const std::uint32_t mant = exp_mant & 0x007fffffu;
   const std::uint32_t quiet = half_detail::select(mant != 0, 0x00400000u, 0u);
@@ -71,8 +70,7 @@ inline std::uint16_t float_to_half_bits(float value) {
   // float32 ulp of 0.5, so the FPU's round-to-nearest-even does the rounding.
   const std::uint32_t magic = 126u << 23;  // 0.5f
   const std::uint32_t subnormal =
-      half_detail::float_bits(half_detail::bits_float(a) + half_detail::bits_float(magic)) -
-      magic;
+      half_detail::float_bits(half_detail::bits_float(a) + half_detail::bits_float(magic)) - magic;
   const std::uint32_t nan = 0x7e00u | ((a >> 13) & 0x03ffu);
   std::uint32_t result = half_detail::select(a < (113u << 23), subnormal, normal);
   result = half_detail::select(a >= (143u << 23), 0x7c00u, result);  // >= 65536: infinity

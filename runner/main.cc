@@ -6,31 +6,31 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "runner/check_build.h"
-#include "runner/elastic_driver.h"
+#include "runner/elastic_launch.h"
 #include "runner/environment.h"
 #include "runner/gloo_launcher.h"
 #include "runner/hosts.h"
+#include "runner/job_setup.h"
 #include "runner/mpi_command.h"
 #include "runner/mpirun_output.h"
+#include "runner/network.h"
 #include "runner/options.h"
 #include "runner/process_group.h"
 #include "runner/rank_reports.h"
 #include "runner/remote_commands.h"
+#include "runner/text.h"
 #include "settings/settings.h"
 #include "settings/settings_doc.h"
 #include "store/job_auth.h"
-#include "store/tcp_store.h"
 #include "store/tcp_store_server.h"
 
 #ifndef HVDRUN_VERSION
@@ -48,39 +48,6 @@
 
 namespace hvdrun {
 namespace {
-
-[[noreturn]] void usage(const std::string& message) { throw UsageError{message}; }
-
-// How long ranks have to exit after SIGTERM before SIGKILL.
-constexpr double kGraceSeconds = 3.0;
-// After the first failure, how long the other ranks have to fail by
-// themselves, each naming what it saw (a roll call takes 2 to 5 s), before
-// SIGTERM; over as soon as every rank has reported or been named.
-constexpr double kFailureGraceSeconds = 6.0;
-
-// A runtime failure (not the user's command line): exit 1.
-struct LaunchError {
-  std::string message;
-};
-
-std::string read_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) usage("cannot read " + what + " '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-int local_cores() {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
-}
-
-std::string join_quoted(const std::vector<std::string>& words) {
-  std::string line;
-  for (const std::string& w : words) line += (line.empty() ? "" : " ") + shell_quote(w);
-  return line;
-}
 
 // The executable `name` resolves to through PATH, or "".
 std::string find_in_path(const std::string& name) {
@@ -121,115 +88,7 @@ void print_check_build() {
   std::cout << check_build_text(info);
 }
 
-struct JobHosts {
-  std::vector<Host> hosts;
-  bool from_allocation = false;
-  std::string source;  // for --verbose
-};
-
-JobHosts resolve_hosts(const Options& options, const std::map<std::string, std::string>& env) {
-  JobHosts job;
-  if (!options.hosts.empty()) {
-    job.hosts = parse_host_list(options.hosts);
-    job.source = "-H";
-    return job;
-  }
-  if (!options.hostfile.empty()) {
-    try {
-      job.hosts = parse_hostfile_text(read_file(options.hostfile, "--hostfile"));
-    } catch (const UsageError& e) {
-      usage(options.hostfile + ": " + e.message);
-    }
-    job.source = "--hostfile " + options.hostfile;
-    return job;
-  }
-  std::string pbs_text;
-  auto pbs = env.find("PBS_NODEFILE");
-  bool slurm = env.count("SLURM_JOB_NODELIST") || env.count("SLURM_NODELIST");
-  if (!slurm && pbs != env.end() && !pbs->second.empty()) {
-    pbs_text = read_file(pbs->second, "PBS_NODEFILE");
-  }
-  job.hosts = hosts_from_environment(env, pbs_text);
-  if (!job.hosts.empty()) {
-    job.from_allocation = true;
-    job.source = slurm ? "Slurm allocation" : "PBS allocation";
-    return job;
-  }
-  // This machine alone. Like horovodrun, give it as many slots as ranks
-  // asked for; more slots than cores makes mpirun --oversubscribe.
-  int slots = local_cores();
-  if (options.num_proc && *options.num_proc > slots) slots = *options.num_proc;
-  job.hosts = {Host{"localhost", slots}};
-  job.source = "this machine";
-  return job;
-}
-
 // ---- Gloo mode ----------------------------------------------------------
-
-std::string rendezvous_host(const Options& options, const std::vector<std::string>& remote_hosts) {
-  if (remote_hosts.empty()) return "127.0.0.1";
-  if (!options.network_interfaces.empty()) {
-    const std::string& interface_name = options.network_interfaces.front();
-    std::string address = interface_ipv4(interface_name);
-    if (address.empty()) {
-      usage("--network-interface " + interface_name + " has no IPv4 address here");
-    }
-    return address;
-  }
-  std::string address = route_source_address(remote_hosts.front());
-  if (address.empty() || address.rfind("127.", 0) == 0) address = interface_ipv4("");
-  if (address.empty()) {
-    throw LaunchError{"no non-loopback IPv4 address on this machine for the remote hosts to "
-                      "reach hvdrun at; give --network-interface"};
-  }
-  return address;
-}
-
-// Runs "REMOTE_SHELL true" for every remote host at once; throws
-// LaunchError naming the first host that failed or did not answer in time.
-void check_remote_hosts(const Options& options, const std::vector<std::string>& remote_hosts) {
-  const int seconds = options.start_timeout_seconds;
-  std::vector<RemoteCommand> probes;
-  for (const std::string& host : remote_hosts) {
-    RemoteCommand p;
-    p.host = host;
-    p.argv = remote_shell_words(options, host);
-    p.argv.push_back("true");
-    probes.push_back(std::move(p));
-  }
-  run_remote_commands(probes, seconds, /*stop_early=*/true);
-  auto blamed = std::find_if(probes.begin(), probes.end(),
-                             [](const RemoteCommand& p) { return p.done && !succeeded(p); });
-  if (blamed == probes.end()) {
-    blamed =
-        std::find_if(probes.begin(), probes.end(), [](const RemoteCommand& p) { return !p.done; });
-  }
-  if (blamed == probes.end()) return;
-  const std::string said = last_line(blamed->output);
-  const std::string detail =
-      blamed->done ? describe_status(blamed->status) + (said.empty() ? "" : ": " + said)
-                   : "was still running" + (said.empty() ? "" : "; it said: " + said);
-  throw LaunchError{"host " + blamed->host + " did not answer within " + std::to_string(seconds) +
-                    " s ('" + join_quoted(blamed->argv) + "' " + detail + ")"};
-}
-
-// The store the ranks report to (horovodcpp/core/runtime/hvdrun_link.h): reachable
-// from every host of the job; in Gloo mode also the rendezvous.
-// Only connections that prove the job's secret are served (docs/security.md).
-std::unique_ptr<hvd::TcpStoreServer> start_store(bool open_to_others, const std::string& secret) {
-  try {
-    return std::make_unique<hvd::TcpStoreServer>(open_to_others ? "0.0.0.0" : "127.0.0.1", 0,
-                                                 secret);
-  } catch (const std::exception& e) {
-    throw LaunchError{std::string("cannot start the rendezvous server: ") + e.what()};
-  }
-}
-
-// One line: the first failure, and the job's exit code.
-void print_failure(const JobResult& result) {
-  std::cerr << "hvdrun: " << (result.failure.empty() ? "the job failed" : result.failure)
-            << "; job exit code " << result.exit_code << "\n";
-}
 
 int run_gloo(const Options& options, const std::vector<RankPlacement>& placements,
              const std::map<std::string, std::string>& env) {
@@ -272,109 +131,6 @@ int run_gloo(const Options& options, const std::vector<RankPlacement>& placement
   watch.all_accounted = [&reports, size] { return reports.all_accounted(size); };
   JobResult result = run_process_group(children, kGraceSeconds, watch);
   if (result.exit_code != 0) print_failure(result);
-  return result.exit_code;
-}
-
-// ---- Elastic (Gloo) mode ------------------------------------------------
-
-// How long a worker's init() waits for its round, past --elastic-timeout,
-// so that hvdrun, which gives up first, is the one that explains why.
-constexpr int kWorkerWaitMarginSeconds = 30;
-
-// The elastic driver's bounds from -np, --min-np, --max-np and the rest.
-ElasticConfig elastic_config(const Options& options) {
-  const ElasticOptions& elastic = options.elastic;
-  ElasticConfig config;
-  config.num_proc = options.num_proc.value_or(elastic.min_np.value_or(0));
-  if (config.num_proc < 1) usage("elastic: -np N or --min-np N is required");
-  config.min_np = elastic.min_np.value_or(config.num_proc);
-  config.max_np = elastic.max_np.value_or(config.num_proc);
-  if (config.min_np > config.num_proc || config.num_proc > config.max_np) {
-    usage("elastic: -np " + std::to_string(config.num_proc) + " must lie between --min-np " +
-          std::to_string(config.min_np) + " and --max-np " + std::to_string(config.max_np));
-  }
-  config.timeout = std::chrono::seconds(elastic.timeout_seconds);
-  config.reset_limit = elastic.reset_limit;
-  config.cooldown_range = elastic.cooldown_range;
-  return config;
-}
-
-int run_gloo_elastic(const Options& options, const std::map<std::string, std::string>& env) {
-  const ElasticOptions& elastic = options.elastic;
-  const ElasticConfig config = elastic_config(options);
-
-  // Fixed hosts are checked now, as in a fixed job; discovered ones as they come.
-  std::vector<std::string> remote_hosts;
-  std::optional<HostDiscovery> discovery;
-  if (elastic.discovery_script.empty()) {
-    JobHosts job = resolve_hosts(options, env);
-    if (options.hosts.empty() && options.hostfile.empty() && !job.from_allocation) {
-      job.hosts = {Host{"localhost", config.max_np}};
-    }
-    for (const Host& h : job.hosts) {
-      if (!is_local_host(h.name)) remote_hosts.push_back(h.name);
-    }
-    if (!remote_hosts.empty()) check_remote_hosts(options, remote_hosts);
-    discovery = HostDiscovery::fixed(job.hosts);
-  } else {
-    discovery = HostDiscovery::script(elastic.discovery_script, elastic.slots_per_host);
-  }
-
-  RendezvousAddress rendezvous;
-  const bool open_to_others = !remote_hosts.empty() || !elastic.discovery_script.empty();
-  rendezvous.host = rendezvous_host(options, remote_hosts);
-  if (remote_hosts.empty() && open_to_others) {
-    // Hosts may join later: an address they can reach, where there is one.
-    const std::string address = interface_ipv4(
-        options.network_interfaces.empty() ? "" : options.network_interfaces.front());
-    if (!address.empty()) rendezvous.host = address;
-  }
-  rendezvous.secret = hvd::job_auth::new_secret();
-  std::unique_ptr<hvd::TcpStoreServer> server = start_store(open_to_others, rendezvous.secret);
-  rendezvous.port = server->port();
-  hvd::TcpStore store("127.0.0.1", server->port(), std::chrono::seconds(10), rendezvous.secret);
-
-  char cwd[4096] = {};
-  if (getcwd(cwd, sizeof cwd) == nullptr) throw LaunchError{"getcwd() failed"};
-  std::map<std::string, std::string> forwarded = forwarded_environment(env);
-  forwarded[hvd::settings::variable(hvd::settings::Setting::kElasticRoundTimeout)] =
-      std::to_string(elastic.timeout_seconds + kWorkerWaitMarginSeconds);
-  forwarded["HOROVOD_ELASTIC"] = "1";  // as horovodrun's elastic workers have
-  auto worker_spec = [&](long long worker, const std::vector<RankPlacement>& places,
-                         std::size_t rank) {
-    std::map<std::string, std::string> worker_env = forwarded;
-    worker_env[hvd::settings::variable(hvd::settings::Setting::kElasticWorker)] =
-        std::to_string(worker);
-    const RankPlacement& place = places[rank];
-    ChildSpec child = gloo_children(options, places, rendezvous, worker_env, cwd)[rank];
-    // Output is labelled by worker: ranks change from round to round.
-    child.label = "[" + std::to_string(worker) + "]";
-    if (!options.output_filename.empty()) {
-      child.output_file =
-          options.output_filename + "/rank." + std::to_string(worker) + "/output.log";
-    }
-    if (options.verbose) {
-      std::cerr << "hvdrun: elastic: worker " << worker << " (rank " << place.rank << ") on "
-                << place.host << ": " << join_quoted(child.argv) << "\n";
-    }
-    return child;
-  };
-  if (options.verbose) {
-    std::cerr << "hvdrun: elastic Gloo mode, rendezvous at " << rendezvous.host << ":"
-              << rendezvous.port << "; -np " << config.num_proc << ", --min-np " << config.min_np
-              << ", --max-np " << config.max_np << "\n";
-  }
-  ElasticDriver driver(config, store, std::move(*discovery), worker_spec, std::cerr);
-  GroupControl control;
-  control.poll = [&] { return driver.poll(std::chrono::steady_clock::now()); };
-  control.on_exit = [&](std::size_t child, int status) {
-    return driver.on_exit(child, status, std::chrono::steady_clock::now());
-  };
-  JobResult result = run_process_group({}, 3.0, JobWatch{}, &control);
-  if (result.exit_code != 0) {
-    std::cerr << "hvdrun: " << (result.failure.empty() ? "the job failed" : result.failure)
-              << "; job exit code " << result.exit_code << "\n";
-  }
   return result.exit_code;
 }
 

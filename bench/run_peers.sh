@@ -9,7 +9,7 @@
 #
 # For each rank count it runs, one after the other (never two at once):
 #   1. horovodcpp, shm backend:   hvdrun -np N --mpi  allreduce_bench --mpi-baseline off
-#      (the default on one host: data through shared memory, negotiation over MPI)
+#      (the default on one host: data and negotiation through shared memory)
 #      and its data path alone:   hvdrun -np N --mpi  backend_bench (Backend::allreduce,
 #      no coordinator: no queue, no negotiation cycle)
 #   2. horovodcpp, Gloo mode:     hvdrun -np N --gloo allreduce_bench --mpi-baseline off
@@ -261,7 +261,7 @@ torch_version=$([ "$have_torch" = 1 ] && "$python" -c 'import torch; print(torch
 report=$(
   echo "horovodcpp next to its peers: allreduce, float32, Sum, in place; warmup $warmup, iters $iters (fewer at big sizes, as allreduce_bench --auto-iters)"
   echo "date: $started; host: $(hostname), $(nproc) cores; load average (1/5/15 min) before: $load_before, after: $load_after"
-  echo "horovodcpp $(sed -nE 's/.*# horovodcpp ([^ ]+) allreduce benchmark.*/\1/p' "$logs"/hvd_*.np* 2>/dev/null | head -1) (shm: hvdrun --mpi, MPI negotiation; Gloo mode: hvdrun --gloo; MPI/Gloo: HOROVODCPP_SHM=0), HOROVODCPP_CYCLE_TIME=${HOROVODCPP_CYCLE_TIME:-unset (1 ms)}; $(mpirun --version 2>/dev/null | head -1); Gloo $(dpkg-query -W -f='${Version}' libgloo0 2>/dev/null || echo '?'); torch $torch_version"
+  echo "horovodcpp $(sed -nE 's/.*# horovodcpp ([^ ]+) allreduce benchmark.*/\1/p' "$logs"/hvd_*.np* 2>/dev/null | head -1) (shm: hvdrun --mpi; Gloo mode: hvdrun --gloo; both negotiate through shared memory; MPI/Gloo: HOROVODCPP_SHM=0), HOROVODCPP_CYCLE_TIME=${HOROVODCPP_CYCLE_TIME:-unset (1 ms)}; $(mpirun --version 2>/dev/null | head -1); Gloo $(dpkg-query -W -f='${Version}' libgloo0 2>/dev/null || echo '?'); torch $torch_version"
   echo "columns: busbw in GB/s (nccl-tests: size/time * 2(n-1)/n); 4 B row: time in us. Ratios: horovodcpp busbw / peer busbw (4 B: peer time / horovodcpp time); above 1 = horovodcpp faster"
   echo
   echo "$table"

@@ -27,8 +27,7 @@ std::vector<Entry> build() {
        "A thread waiting for a result (Work::wait, synchronize) or a full fusion buffer starts a "
        "cycle at once, so a lone blocking collective never waits for it "
        "([waiting](internals.md#latency-and-waiting))"},
-      {S::kIdleSpinMicroseconds, "IDLE_SPIN_MICROSECONDS", kOurs, T::kInt, rank, "", 0, kIntMax,
-       "",
+      {S::kIdleSpinMicroseconds, "IDLE_SPIN_MICROSECONDS", kOurs, T::kInt, rank, "", 0, kIntMax, "",
        "microseconds a coordinator between cycles polls for a waiting thread, and a waiting thread "
        "for its result, before they sleep",
        "A wake-up from sleep costs tens of microseconds, more than a small collective; polling "
@@ -104,12 +103,12 @@ std::vector<Entry> build() {
        "warning, when CUDA tensors are staged: `HOROVODCPP_GPU_OPERATIONS=mpi|gloo`). Rank 0's "
        "value counts ([GPU](gpu.md#hierarchical-allreduce)); not yet run on a GPU"},
       {S::kShm, "SHM", kOurs, T::kBool, rank, "1", 0, 0, "",
-       "0: no shared memory between the ranks of a host (data path; Gloo mode negotiates over "
-       "TCP instead)",
+       "0: no shared memory between the ranks of a host (data path and negotiation: Gloo mode "
+       "negotiates over TCP instead, MPI mode over MPI)",
        "When every rank runs on this host, allreduce, reducescatter, broadcast and allgather "
        "move data through one shared-memory segment; on several hosts of which one has several "
        "ranks, allreduce goes through shared memory inside each host and the transport between "
-       "hosts ([negotiation in Gloo mode](internals.md#negotiation-in-gloo-mode)). Rank 0's "
+       "hosts ([where the ranks negotiate](internals.md#where-the-ranks-negotiate)). Rank 0's "
        "value counts ([shared memory](shared-memory.md))"},
       {S::kShmSlotBytes, "SHM_SLOT_BYTES", kOurs, T::kBytes, rank, "262144", 4096, 1073741824, "",
        "shared memory: bytes each rank copies in per pipeline step (256 KiB; a multiple of "
@@ -157,7 +156,9 @@ std::vector<Entry> build() {
        "rank or a single collective slower than this ends the job; a rank busy in its own code "
        "does not (the stall inspector bounds that). See [faults.md](faults.md)"},
       {S::kShmTimeoutSeconds, "SHM_TIMEOUT_SECONDS", kOurs, T::kSeconds, rank, "", 0, kMaxSeconds,
-       "", "the peer timeout for the shared-memory path alone (data, and negotiation in Gloo mode)",
+       "",
+       "the peer timeout for the shared-memory path alone (data, and negotiation of ranks that "
+       "share a host)",
        "A peer that died is noticed within about 0.1 s", nullptr, S::kPeerTimeoutSeconds},
       {S::kGlooTimeoutSeconds, "GLOO_TIMEOUT_SECONDS", kHorovod, T::kSeconds, rank, "", 0,
        kMaxSeconds, "",
@@ -202,9 +203,8 @@ std::vector<Entry> build() {
        "--start-timeout)"},
 
       // What each knob does in Horovod, and what horovodcpp does instead.
-      {S::kHierarchicalAllgather, "HIERARCHICAL_ALLGATHER", kHorovod, T::kString, no_effect, "0",
-       0, 0, "",
-       "allgather is not hierarchical here; inside a host it goes through shared memory"},
+      {S::kHierarchicalAllgather, "HIERARCHICAL_ALLGATHER", kHorovod, T::kString, no_effect, "0", 0,
+       0, "", "allgather is not hierarchical here; inside a host it goes through shared memory"},
       {S::kTorusAllreduce, "TORUS_ALLREDUCE", kHorovod, T::kString, no_effect, "0", 0, 0, "",
        "there is no 2D torus allreduce; CUDA allreduce is flat NCCL or hierarchical "
        "(HOROVODCPP_HIERARCHICAL_ALLREDUCE)"},
@@ -213,22 +213,21 @@ std::vector<Entry> build() {
        "the autotuner sweeps each parameter in turn; it has no Gaussian process"},
       {S::kDisableGroupFusion, "DISABLE_GROUP_FUSION", kHorovod, T::kString, no_effect, "1", 0, 0,
        "", "a group's tensors fuse with each other, never with tensors outside the group"},
-      {S::kBatchD2dMemcopies, "BATCH_D2D_MEMCOPIES", kHorovod, T::kString, no_effect, "1", 0, 0,
-       "", "copies of CUDA tensors into and out of the fusion buffer are always one batched kernel"},
+      {S::kBatchD2dMemcopies, "BATCH_D2D_MEMCOPIES", kHorovod, T::kString, no_effect, "1", 0, 0, "",
+       "copies of CUDA tensors into and out of the fusion buffer are always one batched kernel"},
       {S::kNumNcclStreams, "NUM_NCCL_STREAMS", kHorovod, T::kString, no_effect, "1", 0, 0, "",
        "NCCL runs on one stream per GPU"},
       {S::kEnableXlaOps, "ENABLE_XLA_OPS", kHorovod, T::kString, no_effect, "0", 0, 0, "",
        "there are no XLA kernels; functions compiled with XLA run the collectives outside it"},
-      {S::kMpiThreadsDisable, "MPI_THREADS_DISABLE", kHorovod, T::kString, no_effect, "0", 0, 0,
-       "",
+      {S::kMpiThreadsDisable, "MPI_THREADS_DISABLE", kHorovod, T::kString, no_effect, "0", 0, 0, "",
        "MPI is initialized with MPI_THREAD_MULTIPLE (at least SERIALIZED is needed: the "
        "coordinator and waiting threads call MPI, one at a time)"},
       {S::kAdasumMpiChunkSize, "ADASUM_MPI_CHUNK_SIZE", kHorovod, T::kString, no_effect, "", 0, 0,
        "", "Adasum sends each level's vectors whole"},
       {S::kCclCache, "CCL_CACHE", kHorovod, T::kString, no_effect, "", 0, 0, "",
        "there is no oneCCL backend"},
-      {S::kDisableNvtxRanges, "DISABLE_NVTX_RANGES", kHorovod, T::kString, no_effect, "1", 0, 0,
-       "", "no NVTX ranges are emitted; the timeline shows each operation's phases"},
+      {S::kDisableNvtxRanges, "DISABLE_NVTX_RANGES", kHorovod, T::kString, no_effect, "1", 0, 0, "",
+       "no NVTX ranges are emitted; the timeline shows each operation's phases"},
       {S::kEnableAsyncCompletion, "ENABLE_ASYNC_COMPLETION", kHorovod, T::kString, no_effect, "1",
        0, 0, "",
        "CUDA collectives always complete asynchronously (the caller's stream waits for them)"},

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "backend/mpi/mpi_backend.h"
-#include "backend/mpi/mpi_controller.h"
 #include "base/check.h"
 #include "core/execution/transport.h"
 
@@ -36,14 +35,18 @@ bool wait_until(MPI_Request* request, std::chrono::steady_clock::time_point dead
 
 }  // namespace
 
-MpiProcessSetChannel::MpiProcessSetChannel(std::shared_ptr<MpiContext> world)
-    : world_(std::move(world)), comm_(dup_with_errors_return(world_->control_comm())) {}
+MpiProcessSetChannel::MpiProcessSetChannel(std::shared_ptr<MpiContext> world,
+                                           ControllerFactory make_controller)
+    : world_(std::move(world)),
+      make_controller_(make_controller),
+      comm_(dup_with_errors_return(world_->control_comm())) {}
 
-MpiProcessSetChannel::~MpiProcessSetChannel() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!abandoned_ && !finalized) MPI_Comm_free(&comm_);
-}
+// comm_ is never freed, one communicator per init(): another rank may have
+// abandoned an exchange on it (a timeout there, not here), and Open MPI
+// delivers that exchange's late messages to whatever communicator later gets
+// the freed id on this rank, crashing when it is smaller (a one-rank
+// process set's, seen in mca_pml_ob1_add_comm).
+MpiProcessSetChannel::~MpiProcessSetChannel() = default;
 
 std::vector<std::string> MpiProcessSetChannel::allgather(const std::string& message,
                                                          std::chrono::milliseconds timeout) {
@@ -105,7 +108,10 @@ Transport MpiProcessSetChannel::create_transport(int /*id*/, const std::vector<i
     throw;
   }
   MPI_Comm_free(&split);
-  return transport_over<MpiController, MpiBackend>(context);
+  Transport transport;
+  transport.controller = make_controller_(context);
+  transport.backend = std::make_unique<MpiBackend>(context);
+  return transport;
 }
 
 const std::vector<std::string>& MpiProcessSetChannel::host_keys() {

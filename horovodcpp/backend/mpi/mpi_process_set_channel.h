@@ -1,7 +1,9 @@
 // MpiProcessSetChannel: process-set changes over MPI. A duplicate of
 // MPI_COMM_WORLD of its own carries the agreement exchange and the
 // MPI_Comm_split that gives each set its communicator, so the API thread
-// never touches a coordinator's communicators.
+// never touches a coordinator's communicators. A set's controller comes
+// from the factory the composition gives (the control plane it chose for
+// MPI mode, registry/transports.cc).
 #pragma once
 
 #include <memory>
@@ -15,8 +17,10 @@ namespace hvd {
 
 class MpiProcessSetChannel : public ProcessSetChannel {
  public:
+  using ControllerFactory = std::unique_ptr<Controller> (*)(const std::shared_ptr<MpiContext>&);
+
   // `world`: the job-wide context (MPI is initialized; its rank is ours).
-  explicit MpiProcessSetChannel(std::shared_ptr<MpiContext> world);
+  MpiProcessSetChannel(std::shared_ptr<MpiContext> world, ControllerFactory make_controller);
   ~MpiProcessSetChannel() override;
 
   // Non-blocking collectives polled against the deadline: MPI cannot cancel
@@ -32,6 +36,7 @@ class MpiProcessSetChannel : public ProcessSetChannel {
 
  private:
   std::shared_ptr<MpiContext> world_;
+  ControllerFactory make_controller_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool abandoned_ = false;          // a timed-out exchange is still pending on comm_
   std::vector<std::string> hosts_;  // host_keys(), once learned

@@ -19,14 +19,4 @@ struct Transport {
   std::unique_ptr<ProcessSetChannel> process_sets;
 };
 
-// A controller and a backend sharing one context: one initialization of the
-// communication library, one topology.
-template <typename ControllerType, typename BackendType, typename Context>
-Transport transport_over(const std::shared_ptr<Context>& context) {
-  Transport transport;
-  transport.controller = std::make_unique<ControllerType>(context);
-  transport.backend = std::make_unique<BackendType>(context);
-  return transport;
-}
-
 }  // namespace hvd

@@ -1,7 +1,7 @@
-// LayeredController: a control plane built over a setup controller (Gloo
-// mode's shared-memory or TCP plane over Gloo's own). It negotiates through
-// the plane and gives up through the setup, whose roll call (over the
-// rendezvous store) names the ranks that stopped answering; the plane has
+// LayeredController: a control plane built over a setup controller (a
+// shared-memory plane over MPI's or Gloo's, Gloo mode's TCP plane over
+// Gloo's). It negotiates through the plane and gives up through the setup,
+// whose roll call names the ranks that stopped answering; the plane has
 // no roll call of its own. It also keeps the setup, and so its context,
 // alive as long as the plane.
 #pragma once

@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "core/diagnostics/logging.h"
 #include "core/diagnostics/peer_failure.h"
+#include "core/execution/copy_bytes.h"
 #include "core/execution/reduction.h"
 #include "core/negotiation/root_decides.h"
 #include "core/runtime/usable_cpus.h"
@@ -114,8 +115,8 @@ void ShmBackend::reduce_chunks(const char* what, unsigned char* buffer, std::siz
     const std::size_t m = length(c), lo = share(m, rank_), hi = share(m, rank_ + 1);
     const unsigned char* from = buffer + c * chunk * element;
     unsigned char* slot = segment_.slot(stage, rank_);
-    std::memcpy(slot, from, lo * element);
-    std::memcpy(slot + hi * element, from + hi * element, (m - hi) * element);
+    copy_bytes(slot, from, lo * element);
+    copy_bytes(slot + hi * element, from + hi * element, (m - hi) * element);
   };
   auto reduce = [&](std::uint64_t c, int stage) {
     const std::size_t m = length(c), lo = share(m, rank_), hi = share(m, rank_ + 1);
@@ -135,8 +136,8 @@ void ShmBackend::reduce_chunks(const char* what, unsigned char* buffer, std::siz
       const std::size_t lo = std::max(begin + share(m, r), keep_begin);
       const std::size_t hi = std::min(begin + share(m, r + 1), keep_end);
       if (lo >= hi) continue;
-      std::memcpy(out + (lo - keep_begin) * element,
-                  segment_.slot(stage, r) + (lo - begin) * element, (hi - lo) * element);
+      copy_bytes(out + (lo - keep_begin) * element,
+                 segment_.slot(stage, r) + (lo - begin) * element, (hi - lo) * element);
     }
   };
   run_pipeline(what, chunks_of(count, chunk), /*reduces=*/true, fill, reduce, drain);
@@ -154,10 +155,10 @@ void ShmBackend::broadcast(void* buffer, std::size_t count, DataType dtype, int 
   const std::size_t chunk = segment_.geometry().slot_bytes * size_;
   auto length = [total, chunk](std::uint64_t c) { return std::min(chunk, total - c * chunk); };
   auto fill = [&](std::uint64_t c, int stage) {
-    if (rank_ == root) std::memcpy(segment_.slot(stage, 0), bytes + c * chunk, length(c));
+    if (rank_ == root) copy_bytes(segment_.slot(stage, 0), bytes + c * chunk, length(c));
   };
   auto drain = [&](std::uint64_t c, int stage) {
-    if (rank_ != root) std::memcpy(bytes + c * chunk, segment_.slot(stage, 0), length(c));
+    if (rank_ != root) copy_bytes(bytes + c * chunk, segment_.slot(stage, 0), length(c));
   };
   run_pipeline(
       "broadcast", chunks_of(total, chunk), /*reduces=*/false, fill, [](std::uint64_t, int) {},
@@ -189,13 +190,13 @@ void ShmBackend::allgatherv(const void* input, void* output, const std::vector<s
   };
   auto fill = [&](std::uint64_t c, int stage) {
     const std::size_t bytes = piece(mine, c);
-    if (bytes > 0) std::memcpy(segment_.slot(stage, rank_), in + c * slot, bytes);
+    if (bytes > 0) copy_bytes(segment_.slot(stage, rank_), in + c * slot, bytes);
   };
   auto drain = [&](std::uint64_t c, int stage) {
     for (int r = 0; r < size_; ++r) {
       const std::size_t bytes = piece(offsets[r + 1] - offsets[r], c);
       if (r == rank_ || bytes == 0) continue;
-      std::memcpy(out + offsets[r] + c * slot, segment_.slot(stage, r), bytes);
+      copy_bytes(out + offsets[r] + c * slot, segment_.slot(stage, r), bytes);
     }
   };
   run_pipeline(

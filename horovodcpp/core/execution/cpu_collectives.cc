@@ -136,7 +136,7 @@ void CpuCollectives::allreduce(const std::vector<const TensorEntry*>& group) {
   // Pack with prescale, one backend call, unpack with Average and postscale:
   // each tensor's bytes are touched once on the way in and once out.
   const std::size_t element_size = dtype_size(dtype);
-  if (fusion_buffer_.size() < total * element_size) fusion_buffer_.resize(total * element_size);
+  fusion_buffer_.grow_discarding(total * element_size);
   unsigned char* buffer = fusion_buffer_.data();
   const auto t0 = ExecutionTrace::now_if(traced);
   std::size_t offset = 0;

@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "core/execution/adasum.h"
+#include "core/execution/aligned_buffer.h"
 #include "core/execution/backend.h"
-#include "core/negotiation/controller.h"
 #include "core/execution/execution_trace.h"
-#include "core/negotiation/message.h"
 #include "core/execution/result_plan.h"
+#include "core/negotiation/controller.h"
+#include "core/negotiation/message.h"
 #include "core/negotiation/tensor_queue.h"
 
 namespace hvd {
@@ -51,8 +52,8 @@ class CpuCollectives {
   const Topology& topology_;
   const ExecutionTrace& trace_;
   AdasumReducer adasum_;
-  std::vector<unsigned char> fusion_buffer_;  // grows to the threshold; reused
-  std::vector<float> staging_;  // float16/bfloat16 accumulate here; reused across calls
+  AlignedBuffer fusion_buffer_;  // grows to the threshold; reused
+  std::vector<float> staging_;   // float16/bfloat16 accumulate here; reused across calls
 };
 
 }  // namespace hvd

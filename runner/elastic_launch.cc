@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "runner/elastic_driver.h"
 #include "runner/environment.h"
 #include "runner/gloo_launcher.h"
 #include "runner/job_setup.h"
@@ -18,7 +19,10 @@
 #include "store/tcp_store.h"
 
 namespace hvdrun {
+namespace {
 
+// The elastic driver's bounds from -np, --min-np, --max-np and the rest.
+// Throws UsageError when -np lies outside them.
 ElasticConfig elastic_config(const Options& options) {
   const ElasticOptions& elastic = options.elastic;
   ElasticConfig config;
@@ -39,6 +43,8 @@ ElasticConfig elastic_config(const Options& options) {
 // How long a worker's init() waits for its round, past --elastic-timeout,
 // so that hvdrun, which gives up first, is the one that explains why.
 constexpr int kWorkerWaitMarginSeconds = 30;
+
+}  // namespace
 
 int run_gloo_elastic(const Options& options, const std::map<std::string, std::string>& env) {
   const ElasticOptions& elastic = options.elastic;

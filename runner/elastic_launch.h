@@ -6,14 +6,9 @@
 #include <map>
 #include <string>
 
-#include "runner/elastic_driver.h"
 #include "runner/options.h"
 
 namespace hvdrun {
-
-// The elastic driver's bounds from -np, --min-np, --max-np and the rest.
-// Throws UsageError when -np lies outside them.
-ElasticConfig elastic_config(const Options& options);
 
 // Runs the elastic job to its end; its exit code.
 int run_gloo_elastic(const Options& options, const std::map<std::string, std::string>& env);

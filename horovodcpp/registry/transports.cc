@@ -45,6 +45,23 @@ Transport with_shared_memory(Transport transport) {
   return transport;
 }
 
+// Negotiation through shared memory, layered over `setup` (which sets it up
+// and names the ranks that stop answering), when every rank of `setup`
+// shares this host and HOROVODCPP_SHM allows it; else null, and `setup`
+// stays the caller's. `fallback` names what negotiates otherwise.
+std::unique_ptr<Controller> shm_plane_over(std::unique_ptr<Controller>& setup,
+                                           const std::string& fallback) {
+#if HVD_HAVE_SHM
+  if (auto shm = maybe_shm_controller(*setup, fallback)) {
+    return std::make_unique<LayeredController>(std::move(shm), std::move(setup));
+  }
+#else
+  (void)setup;
+  (void)fallback;
+#endif
+  return nullptr;
+}
+
 #if HVD_HAVE_MPI
 // Negotiation in MPI mode, for the job and each process set: through shared
 // memory when every rank of the transport shares this host (a cycle's
@@ -53,12 +70,8 @@ Transport with_shared_memory(Transport transport) {
 // control communicator, which also sets the plane up and names the ranks
 // that stopped answering (docs/internals.md, "Where the ranks negotiate").
 std::unique_ptr<Controller> mpi_control_plane(const std::shared_ptr<MpiContext>& context) {
-  auto setup = std::make_unique<MpiController>(context);
-#if HVD_HAVE_SHM
-  if (auto shm = maybe_shm_controller(*setup, "MPI negotiation")) {
-    return std::make_unique<LayeredController>(std::move(shm), std::move(setup));
-  }
-#endif
+  std::unique_ptr<Controller> setup = std::make_unique<MpiController>(context);
+  if (auto plane = shm_plane_over(setup, "MPI negotiation")) return plane;
   return setup;
 }
 
@@ -80,12 +93,8 @@ Transport create_mpi_transport(const std::vector<int>& world_ranks) {
 // control context only sets these up, and stays the control plane only if
 // neither can be.
 std::unique_ptr<Controller> gloo_control_plane(const std::shared_ptr<GlooContext>& context) {
-  auto setup = std::make_unique<GlooController>(context);
-#if HVD_HAVE_SHM
-  if (auto shm = maybe_shm_controller(*setup, "TCP negotiation")) {
-    return std::make_unique<LayeredController>(std::move(shm), std::move(setup));
-  }
-#endif
+  std::unique_ptr<Controller> setup = std::make_unique<GlooController>(context);
+  if (auto plane = shm_plane_over(setup, "TCP negotiation")) return plane;
   const TcpControllerOptions tcp_options{context->listen_address(), context->timeout()};
   if (auto tcp = TcpController::connect(*setup, tcp_options, "Gloo's negotiation")) {
     return std::make_unique<LayeredController>(std::move(tcp), std::move(setup));

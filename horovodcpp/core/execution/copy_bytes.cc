@@ -31,11 +31,6 @@ __attribute__((target("avx"))) void copy_avx(unsigned char* d, const unsigned ch
   }
   if (i < n) std::memcpy(d + i, s + i, n - i);
 }
-
-bool use_avx_copy() {
-  static const bool avx = cpu_has_f16c();  // AVX with the OS saving YMM state
-  return avx;
-}
 #endif
 
 }  // namespace
@@ -45,7 +40,8 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes) {
   const auto misaligned =
       (reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src)) &
       std::uintptr_t{63};
-  if (misaligned != 0 && bytes >= kVectorCopyFrom && use_avx_copy()) {
+  // cpu_has_f16c: AVX, with the OS saving YMM state.
+  if (misaligned != 0 && bytes >= kVectorCopyFrom && cpu_has_f16c()) {
     return copy_avx(static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src),
                     bytes);
   }

@@ -4,8 +4,9 @@
 #include <cpuid.h>
 
 namespace hvd {
+namespace {
 
-bool cpu_has_f16c() {
+bool detect_f16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
   const unsigned kOsXsave = 1u << 27, kAvx = 1u << 28, kF16c = 1u << 29;
@@ -15,11 +16,23 @@ bool cpu_has_f16c() {
   return (xcr0_low & 6u) == 6u;
 }
 
-bool cpu_has_avx2() {
+bool detect_avx2() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!cpu_has_f16c()) return false;
+  if (!detect_f16c()) return false;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
   return (ebx & (1u << 5)) != 0;
+}
+
+}  // namespace
+
+bool cpu_has_f16c() {
+  static const bool has = detect_f16c();
+  return has;
+}
+
+bool cpu_has_avx2() {
+  static const bool has = detect_avx2();
+  return has;
 }
 
 }  // namespace hvd

@@ -1,5 +1,6 @@
-// Which vector instructions this CPU offers, for the reduction kernels'
-// runtime dispatch (simd_dispatch.cc).
+// Which vector instructions this CPU offers, for the runtime dispatch of the
+// reduction kernels (simd_dispatch.cc) and of copy_bytes. Each is detected
+// once.
 #pragma once
 
 // x86 with GCC or Clang compiles AVX2/F16C variants of the kernels beside the

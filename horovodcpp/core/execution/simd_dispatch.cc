@@ -84,8 +84,7 @@ ReduceManyFn pick_reduce_many(DataType dtype, ReduceOp op, bool avx2) {
 
 bool use_avx2_kernels() {
 #if HVD_F16C_DISPATCH
-  static const bool avx2 = cpu_has_avx2();
-  return avx2;
+  return cpu_has_avx2();
 #else
   return false;
 #endif

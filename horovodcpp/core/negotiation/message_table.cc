@@ -77,8 +77,7 @@ std::vector<FieldCheck> checks_for(OpType op_type) {
       checks.push_back({"prescale factor",
                         [](const Request& r) { return number_str(r.prescale_factor); }, nullptr});
       checks.push_back({"postscale factor",
-                        [](const Request& r) { return number_str(r.postscale_factor); },
-                        nullptr});
+                        [](const Request& r) { return number_str(r.postscale_factor); }, nullptr});
       break;
     case OpType::kAllgather:
     case OpType::kAlltoall:
@@ -89,13 +88,12 @@ std::vector<FieldCheck> checks_for(OpType op_type) {
                         shape});
       break;
     case OpType::kBroadcast:
-      checks.push_back({"root rank", [](const Request& r) { return std::to_string(r.root_rank); },
-                        nullptr});
+      checks.push_back(
+          {"root rank", [](const Request& r) { return std::to_string(r.root_rank); }, nullptr});
       checks.push_back({"shape", shape, nullptr});
       break;
     case OpType::kBarrier:
-    case OpType::kJoin:
-      break;
+    case OpType::kJoin: break;
   }
   return checks;
 }
@@ -319,11 +317,11 @@ void MessageTable::release_group(std::vector<std::vector<Request>> members,
   std::string message;
   const std::string what = "group '" + group_id + "'";
   for (const auto& member : members) {
-    std::string diff = disagreement(member, [](const Request& r) { return r.group_id; },
-                                    [](const Request& r) {
-                                      return r.group_id.empty() ? std::string("no group")
-                                                                : "group '" + r.group_id + "'";
-                                    });
+    std::string diff = disagreement(
+        member, [](const Request& r) { return r.group_id; },
+        [](const Request& r) {
+          return r.group_id.empty() ? std::string("no group") : "group '" + r.group_id + "'";
+        });
     const char* field = "group";
     if (diff.empty()) {
       diff = disagreement(member, [](const Request& r) { return std::to_string(r.group_size); });
@@ -375,6 +373,8 @@ std::vector<PendingTensor> MessageTable::pending_tensors() const {
   return result;
 }
 
+namespace {
+
 // The rules on values every rank agrees on: Average of bools, Adasum's
 // dtype and power-of-two ranks, broadcast's root. An error response, or
 // nothing when the request is valid.
@@ -383,8 +383,9 @@ std::optional<Response> agreed_values_refused(const Request& first, const std::s
   if ((first.op_type == OpType::kAllreduce || first.op_type == OpType::kReducescatter) &&
       first.dtype == DataType::kBool && first.reduce_op == ReduceOp::kAverage) {
     return error_response(first, ErrorKind::kInvalidArgument,
-                          std::string(op_type_name(first.op_type)) + " of " + what + ": Average is not defined for bool tensors "
-                          "(use Sum for logical OR, Min for logical AND)");
+                          std::string(op_type_name(first.op_type)) + " of " + what +
+                              ": Average is not defined for bool tensors "
+                              "(use Sum for logical OR, Min for logical AND)");
   }
   if (first.op_type == OpType::kAllreduce && first.reduce_op == ReduceOp::kAdasum) {
     if (!is_floating(first.dtype)) {
@@ -413,6 +414,8 @@ std::optional<Response> agreed_values_refused(const Request& first, const std::s
   return std::nullopt;
 }
 
+}  // namespace
+
 Response build_response(const std::vector<Request>& requests, int set_size) {
   const Request& first = requests.front();
   const std::string what = "tensor '" + first.name + "'";
@@ -429,8 +432,8 @@ Response build_response(const std::vector<Request>& requests, int set_size) {
                               ": " + local_errors.str());
   }
 
-  std::string diff = disagreement(
-      requests, [](const Request& r) { return std::string(op_type_name(r.op_type)); });
+  std::string diff =
+      disagreement(requests, [](const Request& r) { return std::string(op_type_name(r.op_type)); });
   if (!diff.empty()) {
     return error_response(first, ErrorKind::kMismatch,
                           "mismatch for " + what + ": operation differs across ranks: " + diff);

@@ -2,7 +2,7 @@
 // source and destination and lengths around its vector loop's steps.
 #include <gtest/gtest.h>
 
-#include <cstdint>
+#include <algorithm>
 #include <vector>
 
 #include "core/execution/copy_bytes.h"

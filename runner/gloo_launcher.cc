@@ -60,6 +60,18 @@ std::string shell_quote(const std::string& word) {
   return out + "'";
 }
 
+void add_interface_settings(const Options& options, std::map<std::string, std::string>& env) {
+  if (options.network_interfaces.empty()) return;
+  // Gloo uses one interface; NCCL may use them all (as horovodrun does).
+  env[hvd::settings::variable(hvd::settings::Setting::kGlooIface)] =
+      options.network_interfaces.front();
+  std::string all;
+  for (const std::string& name : options.network_interfaces) {
+    all += (all.empty() ? "" : ",") + name;
+  }
+  env["NCCL_SOCKET_IFNAME"] = all;
+}
+
 std::vector<ChildSpec> gloo_children(const Options& options,
                                      const std::vector<RankPlacement>& placements,
                                      const RendezvousAddress& rendezvous,
@@ -93,15 +105,7 @@ std::vector<ChildSpec> gloo_children(const Options& options,
     env[variable(Setting::kHvdrunStore)] = rendezvous.host + ":" + std::to_string(rendezvous.port);
     const std::string secret_variable = variable(Setting::kJobSecret);
     env[secret_variable] = rendezvous.secret;
-    if (!options.network_interfaces.empty()) {
-      // Gloo uses one interface; NCCL may use them all (as horovodrun does).
-      env[variable(Setting::kGlooIface)] = options.network_interfaces.front();
-      std::string all;
-      for (const std::string& name : options.network_interfaces) {
-        all += (all.empty() ? "" : ",") + name;
-      }
-      env["NCCL_SOCKET_IFNAME"] = all;
-    }
+    add_interface_settings(options, env);
 
     ChildSpec child;
     child.label = "[" + std::to_string(p.rank) + "]";

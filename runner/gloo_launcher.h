@@ -42,6 +42,10 @@ std::vector<ChildSpec> gloo_children(const Options& options,
 
 std::string shell_quote(const std::string& word);
 
+// With --network-interface: HOROVODCPP_GLOO_IFACE (the first) and
+// NCCL_SOCKET_IFNAME (all of them) in `env`.
+void add_interface_settings(const Options& options, std::map<std::string, std::string>& env);
+
 // The command that reaches `host`: options.remote_shell split into words
 // with {host} replaced, or "ssh -o BatchMode=yes [-p PORT] [-i KEY] HOST".
 std::vector<std::string> remote_shell_words(const Options& options, const std::string& host);

@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "runner/options.h"
 #include "runner/text.h"
+#include "settings/slurm_environment.h"
 
 namespace hvdrun {
 namespace {
@@ -43,7 +45,8 @@ void check_host_name(const std::string& name, const std::string& where) {
 void add_host(std::vector<Host>& hosts, Host host, const std::string& where) {
   for (const Host& h : hosts) {
     if (h.name == host.name) {
-      usage("host '" + host.name + "' is listed twice (" + where + "); give it once with the total slots");
+      usage("host '" + host.name + "' is listed twice (" + where +
+            "); give it once with the total slots");
     }
   }
   hosts.push_back(std::move(host));
@@ -63,105 +66,14 @@ Host parse_host_entry(const std::string& entry, const std::string& where) {
   return host;
 }
 
-// Splits on commas that are not inside [...].
-std::vector<std::string> split_top_level(const std::string& text) {
-  std::vector<std::string> parts;
-  std::string current;
-  int depth = 0;
-  for (char c : text) {
-    if (c == '[') ++depth;
-    if (c == ']') --depth;
-    if (c == ',' && depth == 0) {
-      parts.push_back(current);
-      current.clear();
-    } else {
-      current += c;
-    }
+// The shared Slurm parsers, their errors as usage errors.
+template <typename Parse>
+auto slurm_parsed(Parse parse) {
+  try {
+    return parse();
+  } catch (const std::invalid_argument& e) {
+    usage(e.what());
   }
-  parts.push_back(current);
-  return parts;
-}
-
-// "01-03,07" -> {"01","02","03","07"} (zero padding kept: width of the start).
-std::vector<std::string> expand_range_list(const std::string& body, const std::string& whole) {
-  std::vector<std::string> out;
-  std::stringstream stream(body);
-  std::string range;
-  while (std::getline(stream, range, ',')) {
-    range = trim(range);
-    std::size_t dash = range.find('-');
-    std::string first = dash == std::string::npos ? range : range.substr(0, dash);
-    std::string last = dash == std::string::npos ? range : range.substr(dash + 1);
-    if (!all_digits(first) || !all_digits(last) || first.size() > 9 || last.size() > 9) {
-      usage("bad range '" + range + "' in Slurm node list '" + whole + "'");
-    }
-    long lo = std::atol(first.c_str());
-    long hi = std::atol(last.c_str());
-    if (hi < lo) usage("descending range '" + range + "' in Slurm node list '" + whole + "'");
-    if (hi - lo > 100000) usage("range '" + range + "' is too large in '" + whole + "'");
-    std::size_t width = first.size();
-    for (long n = lo; n <= hi; ++n) {
-      std::string digits = std::to_string(n);
-      if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
-      out.push_back(digits);
-    }
-  }
-  if (out.empty()) usage("empty brackets in Slurm node list '" + whole + "'");
-  return out;
-}
-
-// One node expression, possibly with several bracket groups:
-// "rack[1-2]-n[01-02]" -> rack1-n01 rack1-n02 rack2-n01 rack2-n02.
-void expand_one(const std::string& expr, const std::string& whole,
-                std::vector<std::string>& out) {
-  std::vector<std::string> prefixes = {""};
-  std::size_t i = 0;
-  while (i < expr.size()) {
-    std::size_t open = expr.find('[', i);
-    std::string literal = expr.substr(i, open == std::string::npos ? std::string::npos : open - i);
-    if (literal.find(']') != std::string::npos) {
-      usage("unbalanced ']' in Slurm node list '" + whole + "'");
-    }
-    for (std::string& p : prefixes) p += literal;
-    if (open == std::string::npos) break;
-    std::size_t close = expr.find(']', open);
-    if (close == std::string::npos) usage("unbalanced '[' in Slurm node list '" + whole + "'");
-    std::vector<std::string> values =
-        expand_range_list(expr.substr(open + 1, close - open - 1), whole);
-    std::vector<std::string> next;
-    next.reserve(prefixes.size() * values.size());
-    for (const std::string& p : prefixes) {
-      for (const std::string& v : values) next.push_back(p + v);
-    }
-    prefixes = std::move(next);
-    i = close + 1;
-  }
-  for (std::string& p : prefixes) out.push_back(std::move(p));
-}
-
-// "2(x3),1" -> {2,2,2,1}.
-std::vector<int> expand_tasks_per_node(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream stream(text);
-  std::string item;
-  const std::string where = "SLURM_TASKS_PER_NODE='" + text + "'";
-  while (std::getline(stream, item, ',')) {
-    item = trim(item);
-    std::size_t paren = item.find('(');
-    int count = 1;
-    std::string number = item;
-    if (paren != std::string::npos) {
-      number = item.substr(0, paren);
-      std::string rest = item.substr(paren);
-      if (rest.size() < 4 || rest.compare(0, 2, "(x") != 0 || rest.back() != ')') {
-        usage("bad entry '" + item + "' in " + where + " (expected N or N(xM))");
-      }
-      count = parse_slots(rest.substr(2, rest.size() - 3), where);
-    }
-    int tasks = parse_slots(number, where);
-    for (int k = 0; k < count; ++k) out.push_back(tasks);
-  }
-  return out;
 }
 
 std::string lookup(const std::map<std::string, std::string>& env, const std::string& key) {
@@ -223,15 +135,7 @@ std::vector<Host> parse_hostfile_text(const std::string& text) {
 }
 
 std::vector<std::string> expand_slurm_nodelist(const std::string& text) {
-  std::vector<std::string> nodes;
-  std::string t = trim(text);
-  if (t.empty()) usage("empty Slurm node list");
-  for (const std::string& raw : split_top_level(t)) {
-    std::string expr = trim(raw);
-    if (expr.empty()) usage("empty entry in Slurm node list '" + text + "'");
-    expand_one(expr, text, nodes);
-  }
-  return nodes;
+  return slurm_parsed([&] { return hvd::slurm::expand_nodelist(text); });
 }
 
 std::vector<Host> hosts_from_environment(const std::map<std::string, std::string>& env,
@@ -243,7 +147,8 @@ std::vector<Host> hosts_from_environment(const std::map<std::string, std::string
     std::string tasks_text = lookup(env, "SLURM_TASKS_PER_NODE");
     std::vector<int> tasks;
     if (!tasks_text.empty()) {
-      tasks = expand_tasks_per_node(tasks_text);
+      tasks = slurm_parsed(
+          [&] { return hvd::slurm::expand_tasks_per_node(tasks_text, "SLURM_TASKS_PER_NODE"); });
       if (tasks.size() != nodes.size()) {
         usage("SLURM_TASKS_PER_NODE='" + tasks_text + "' describes " +
               std::to_string(tasks.size()) + " nodes but SLURM_JOB_NODELIST='" + nodelist +

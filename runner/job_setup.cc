@@ -1,8 +1,10 @@
 #include "runner/job_setup.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <iostream>
@@ -26,6 +28,21 @@ std::string read_file(const std::string& path, const std::string& what) {
 
 }  // namespace
 
+std::string find_in_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st {};
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
+
 int local_cores() {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
@@ -37,7 +54,9 @@ std::string join_quoted(const std::vector<std::string>& words) {
   return line;
 }
 
-JobHosts resolve_hosts(const Options& options, const std::map<std::string, std::string>& env) {
+namespace {
+
+JobHosts hosts_of_job(const Options& options, const std::map<std::string, std::string>& env) {
   JobHosts job;
   if (!options.hosts.empty()) {
     job.hosts = parse_host_list(options.hosts);
@@ -71,6 +90,28 @@ JobHosts resolve_hosts(const Options& options, const std::map<std::string, std::
   if (options.num_proc && *options.num_proc > slots) slots = *options.num_proc;
   job.hosts = {Host{"localhost", slots}};
   job.source = "this machine";
+  return job;
+}
+
+// Inside a Slurm allocation whose nodes hold every host of the job, srun
+// reaches them (unless the user named a remote shell).
+bool slurm_reaches(const JobHosts& job, const Options& options,
+                   const std::map<std::string, std::string>& env) {
+  if (!options.remote_shell.empty()) return false;
+  auto list = env.find("SLURM_JOB_NODELIST");
+  if (list == env.end()) list = env.find("SLURM_NODELIST");
+  if (list == env.end() || list->second.empty() || !env.count("SLURM_JOB_ID")) return false;
+  const std::vector<std::string> nodes = expand_slurm_nodelist(list->second);
+  return std::all_of(job.hosts.begin(), job.hosts.end(), [&](const Host& h) {
+    return std::find(nodes.begin(), nodes.end(), h.name) != nodes.end();
+  });
+}
+
+}  // namespace
+
+JobHosts resolve_hosts(const Options& options, const std::map<std::string, std::string>& env) {
+  JobHosts job = hosts_of_job(options, env);
+  job.slurm = slurm_reaches(job, options, env);
   return job;
 }
 

@@ -27,6 +27,9 @@ struct LaunchError {
   std::string message;
 };
 
+// The executable `name` resolves to through PATH, or "".
+std::string find_in_path(const std::string& name);
+
 // This machine's online cores.
 int local_cores();
 
@@ -36,6 +39,9 @@ std::string join_quoted(const std::vector<std::string>& words);
 struct JobHosts {
   std::vector<Host> hosts;
   bool from_allocation = false;
+  // Inside a Slurm allocation that holds every host (and no --remote-shell):
+  // srun starts the ranks there, never ssh.
+  bool slurm = false;
   std::string source;  // for --verbose
 };
 

@@ -26,6 +26,7 @@
 #include "runner/process_group.h"
 #include "runner/rank_reports.h"
 #include "runner/remote_commands.h"
+#include "runner/srun_launch.h"
 #include "runner/text.h"
 #include "settings/settings.h"
 #include "settings/settings_doc.h"
@@ -48,22 +49,6 @@
 namespace hvdrun {
 namespace {
 
-// The executable `name` resolves to through PATH, or "".
-std::string find_in_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    struct stat st {};
-    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-  }
-  return "";
-}
-
 // Runs `command` through the shell and returns its stdout+stderr.
 std::string capture(const std::string& command) {
   std::string out;
@@ -85,6 +70,21 @@ void print_check_build() {
   info.tensorflow = python_module_imports("horovodcpp.tensorflow", 120);
   info.torch = python_module_imports("horovodcpp.torch", 120);
   std::cout << check_build_text(info);
+}
+
+// With -np below the allocation's slots, which of them the ranks take.
+void say_placement(const JobHosts& job, const std::vector<RankPlacement>& placements) {
+  int slots = 0;
+  for (const Host& h : job.hosts) slots += h.slots;
+  if (static_cast<int>(placements.size()) >= slots) return;
+  std::vector<Host> used;
+  for (const RankPlacement& p : placements) {
+    if (used.empty() || used.back().name != p.host) used.push_back(Host{p.host, 0});
+    ++used.back().slots;
+  }
+  std::cerr << "hvdrun: " << placements.size() << " ranks in the " << job.source << " of " << slots
+            << " slots (" << host_list_text(job.hosts) << "): " << host_list_text(used)
+            << ", its hosts filled in order\n";
 }
 
 // ---- Gloo mode ----------------------------------------------------------
@@ -135,8 +135,9 @@ int run_gloo(const Options& options, const std::vector<RankPlacement>& placement
 
 // ---- MPI mode -----------------------------------------------------------
 
-int run_mpi(Options options, const std::vector<Host>& hosts, int num_proc,
+int run_mpi(Options options, const JobHosts& job, int num_proc,
             const std::map<std::string, std::string>& env) {
+  const std::vector<Host>& hosts = job.hosts;
   std::string mpirun = find_in_path("mpirun");
   if (mpirun.empty()) usage("--mpi: mpirun was not found on PATH (use --gloo, or load your MPI)");
   MpiLaunch launch;
@@ -147,6 +148,7 @@ int run_mpi(Options options, const std::vector<Host>& hosts, int num_proc,
   launch.is_root = geteuid() == 0;
   launch.hosts = hosts;
   launch.num_proc = num_proc;
+  launch.slurm = job.slurm;
   for (const Host& h : hosts) {
     if (is_local_host(h.name)) launch.local_host_cores[h.name] = local_cores();
   }
@@ -240,10 +242,12 @@ int run(const std::vector<std::string>& args) {
     std::cerr << "hvdrun: " << num_proc << " ranks on " << host_list_text(job.hosts) << " ("
               << job.source << "), " << (mode == Mode::kMpi ? "MPI" : "Gloo") << " mode\n";
   }
-  if (mode == Mode::kMpi) return run_mpi(options, job.hosts, num_proc, env);
+  if (job.from_allocation) say_placement(job, placements);
+  if (mode == Mode::kMpi) return run_mpi(options, job, num_proc, env);
   if (!options.mpi_args.empty() || !options.binding_args.empty()) {
     std::cerr << "hvdrun: Gloo mode: --mpi-args and --binding-args do not apply (no mpirun)\n";
   }
+  if (job.slurm) return run_gloo_in_slurm(options, placements);
   return run_gloo(options, placements, env);
 }
 

@@ -97,8 +97,8 @@ std::vector<std::string> open_mpi_command(const Options& options, const MpiLaunc
            std::find(options.mpi_args.begin(), options.mpi_args.end(), name) !=
                options.mpi_args.end();
   };
-  for (const auto& [name, value] : {std::pair<const char*, const char*>{"pml", "ob1"},
-                                    {"btl", "^openib"}}) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, const char*>{"pml", "ob1"}, {"btl", "^openib"}}) {
     if (!user_sets(name)) argv.insert(argv.end(), {"-mca", name, value});
   }
   // horovodcpp's MPI collectives are non-blocking (bounded waits), and Open
@@ -111,7 +111,9 @@ std::vector<std::string> open_mpi_command(const Options& options, const MpiLaunc
   if (!options.network_interfaces.empty()) {
     argv.insert(argv.end(), {"-mca", "btl_tcp_if_include", interface_list(options)});
   }
-  if (has_remote_host(launch)) {
+  if (launch.slurm) {
+    if (!user_sets("plm")) argv.insert(argv.end(), {"-mca", "plm", "slurm"});
+  } else if (has_remote_host(launch)) {
     std::string rsh_args;
     if (options.ssh_port) rsh_args = "-p " + std::to_string(*options.ssh_port);
     if (!options.ssh_identity_file.empty()) {
@@ -135,9 +137,9 @@ std::vector<std::string> open_mpi_command(const Options& options, const MpiLaunc
 }
 
 std::vector<std::string> mpich_command(const Options& options, const MpiLaunch& launch) {
-  std::vector<std::string> argv = {"mpiexec", "-prepend-rank", "-n",
-                                   std::to_string(launch.num_proc), "-hosts",
-                                   host_list_text(launch.hosts)};
+  std::vector<std::string> argv = {"mpiexec", "-prepend-rank",
+                                   "-n",      std::to_string(launch.num_proc),
+                                   "-hosts",  host_list_text(launch.hosts)};
   append_binding(options, argv, {"-bind-to", "none"});
   if (options.network_interfaces.size() > 1) {
     usage("MPICH (Hydra) takes one network interface (-iface), got " + interface_list(options) +
@@ -146,10 +148,13 @@ std::vector<std::string> mpich_command(const Options& options, const MpiLaunch& 
   if (!options.network_interfaces.empty()) {
     argv.insert(argv.end(), {"-iface", options.network_interfaces.front()});
   }
-  if (has_remote_host(launch)) {
+  if (launch.slurm) {
+    argv.insert(argv.end(), {"-launcher", "slurm"});
+  } else if (has_remote_host(launch)) {
     if (options.ssh_port || !options.ssh_identity_file.empty()) {
-      usage("-p/-i are not supported with MPICH (Hydra): put the port and key in ~/.ssh/config, "
-            "or use --gloo");
+      usage(
+          "-p/-i are not supported with MPICH (Hydra): put the port and key in ~/.ssh/config, "
+          "or use --gloo");
     }
     if (!options.remote_shell.empty()) {
       std::string agent = remote_shell_agent(options.remote_shell);

@@ -3,8 +3,8 @@
 #pragma once
 
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,8 +23,8 @@ const char* mpi_flavor_name(MpiFlavor flavor);
 
 struct MpiLaunch {
   MpiFlavor flavor = MpiFlavor::kOpenMpi;
-  bool is_root = false;                 // Open MPI: --allow-run-as-root
-  std::vector<Host> hosts;              // all listed hosts, in order
+  bool is_root = false;     // Open MPI: --allow-run-as-root
+  std::vector<Host> hosts;  // all listed hosts, in order
   int num_proc = 1;
   // Cores of the hosts that are this machine (name -> cores); a host whose
   // slots exceed its cores gets Open MPI's --oversubscribe.
@@ -35,6 +35,9 @@ struct MpiLaunch {
   // Open MPI parameters the user set in hvdrun's environment
   // (OMPI_MCA_<name>): hvdrun's own choice of them steps aside.
   std::set<std::string> user_mca;
+  // The hosts are a Slurm allocation's: mpirun starts its daemons there
+  // with srun (never ssh), so the ranks run inside the job.
+  bool slurm = false;
 };
 
 // Open MPI:
@@ -43,10 +46,12 @@ struct MpiLaunch {
 //     [-mca coll_libnbc_iallreduce_algorithm 3]
 //     [-mca btl_tcp_if_include IF1,IF2 -x NCCL_SOCKET_IFNAME=IF1,IF2]
 //     [-mca plm_rsh_args "-p PORT -i KEY"] [-mca plm_rsh_agent AGENT]
+//     (in a Slurm allocation instead: -mca plm slurm)
 //     [--output-filename DIR] -x VAR... -x SETTING=VALUE... [MPI_ARGS...] command...
 // MPICH (Hydra):
 //   mpiexec -prepend-rank -n N -hosts h1:4,h2:4 -bind-to none [-iface IF]
-//     [-launcher-exec AGENT] [-outfile-pattern DIR/rank.%r.stdout
+//     [-launcher-exec AGENT] (in a Slurm allocation: -launcher slurm)
+//     [-outfile-pattern DIR/rank.%r.stdout
 //     -errfile-pattern DIR/rank.%r.stderr] [-genvlist VAR,...]
 //     [-genv SETTING VALUE]... [MPI_ARGS...] command...
 // --binding-args replaces "--bind-to none --map-by slot" (MPICH: "-bind-to

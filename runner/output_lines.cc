@@ -24,6 +24,17 @@ std::size_t tag_length_at(const std::string& text, std::size_t at) {
   return i + 2 - at;
 }
 
+// "  3: " (spaces, digits, colon, space) at the start of `text`: its
+// length, or 0.
+std::size_t srun_label_length(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size() && text[i] == ' ') ++i;
+  const std::size_t digits = i;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == digits || i + 1 >= text.size() || text[i] != ':' || text[i + 1] != ' ') return 0;
+  return i + 2;
+}
+
 std::string local_time() {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -49,9 +60,22 @@ std::size_t find_mpirun_tag(const std::string& text, std::size_t from, std::size
 OutputLines::OutputLines(std::string prefix, bool mpirun_tags, bool timestamps)
     : prefix_(std::move(prefix)), mpirun_tags_(mpirun_tags), timestamps_(timestamps) {}
 
+OutputLines OutputLines::srun_labels(std::string stream, bool timestamps) {
+  OutputLines lines("", false, timestamps);
+  lines.srun_stream_ = std::move(stream);
+  return lines;
+}
+
 void OutputLines::emit(const std::string& tag, const std::string& text, std::string& out,
                        const Seen* seen) const {
   if (timestamps_) out += local_time();
+  if (const std::size_t n = srun_stream_.empty() ? 0 : srun_label_length(text)) {
+    const std::string rank = text.substr(0, n - 2);
+    const std::string rest = text.substr(n);
+    out += "[" + rank.substr(rank.find_first_not_of(' ')) + "]" + srun_stream_ + rest + "\n";
+    if (seen && *seen) (*seen)(rest);
+    return;
+  }
   out += prefix_ + tag + text + "\n";
   if (seen && *seen) (*seen)(text);
 }

@@ -28,8 +28,12 @@ class OutputLines {
   // "[1,0]<stdout>:" are joined per tag into lines. `timestamps`: each line
   // starts with the local time as horovodrun's --prefix-output-with-timestamp
   // writes it ("Fri Nov 27 08:06:19 2026").
-  explicit OutputLines(std::string prefix = "", bool mpirun_tags = false,
-                       bool timestamps = false);
+  explicit OutputLines(std::string prefix = "", bool mpirun_tags = false, bool timestamps = false);
+  // The output of `srun --label`, whose lines (whole: srun relays each
+  // task's lines as such) start "3: "; they become "[3]" + `stream`
+  // ("<stdout>: ") + text, like a Gloo-mode rank's. srun's own lines pass
+  // as they are.
+  static OutputLines srun_labels(std::string stream, bool timestamps);
 
   // Appends `bytes` and returns the lines complete now, each ending in
   // '\n'; `at_end` also returns every held piece as a line. `seen` (may be
@@ -52,6 +56,7 @@ class OutputLines {
   std::string prefix_;
   bool mpirun_tags_;
   bool timestamps_;
+  std::string srun_stream_;              // not empty: srun_labels()
   std::string raw_;                      // not yet split
   Clock::time_point raw_since_{};        // when raw_'s first byte came
   std::map<std::string, Piece> pieces_;  // tag ("" without one) -> its line so far

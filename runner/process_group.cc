@@ -234,7 +234,10 @@ bool start_child(Child& child, std::string* error) {
     child.streams[i].fd = pipes[i][0];
     const std::string prefix =
         spec.label.empty() ? "" : spec.label + (i ? "<stderr>: " : "<stdout>: ");
-    child.streams[i].lines = OutputLines(prefix, spec.mpirun_tags, spec.timestamps);
+    child.streams[i].lines =
+        spec.srun_labels
+            ? OutputLines::srun_labels(i ? "<stderr>: " : "<stdout>: ", spec.timestamps)
+            : OutputLines(prefix, spec.mpirun_tags, spec.timestamps);
     child.streams[i].out_fd = child.file_fd >= 0 ? child.file_fd : (i == 0 ? 1 : 2);
   }
   return true;
@@ -343,7 +346,8 @@ class SignalScope {
 
  private:
   std::string error_;
-  struct sigaction old_int_ {}, old_term_{}, old_chld_{}, old_pipe_{};
+  struct sigaction old_int_ {
+  }, old_term_{}, old_chld_{}, old_pipe_{};
   int was_subreaper_ = 0;
 };
 
@@ -412,9 +416,11 @@ class GroupRun {
   }
 
  private:
+  // SIGTERM is each child's own stop signal (ChildSpec::stop_signal).
   void signal_all(int sig) {
     for (auto& c : children_) {
-      if (c.pid > 0) kill(-c.pid, sig);  // the group: grandchildren too
+      if (c.pid <= 0) continue;
+      kill(-c.pid, sig == SIGTERM ? c.spec->stop_signal : sig);  // the group: grandchildren too
     }
     for (pid_t pid : adopted_) kill(pid, sig);
   }
@@ -476,7 +482,7 @@ class GroupRun {
       if (c.reaped || c.stopping || c.pid <= 0) continue;
       c.stopping = true;
       c.stop_kill_at = Clock::now() + grace_;
-      kill(-c.pid, SIGTERM);
+      kill(-c.pid, c.spec->stop_signal);
     }
     if (!orders.failure.empty()) fail(1, orders.failure, true);
   }
@@ -528,8 +534,8 @@ class GroupRun {
       fail(WEXITSTATUS(status), why, false);
     } else if (WIFSIGNALED(status)) {
       int sig = WTERMSIG(status);
-      const std::string why = c.name + " was killed by signal " + std::to_string(sig) + " (" +
-                              signal_name(sig) + ")";
+      const std::string why =
+          c.name + " was killed by signal " + std::to_string(sig) + " (" + signal_name(sig) + ")";
       explain(index, 128 + sig, why);
       fail(128 + sig, why, false);
     }
@@ -648,9 +654,9 @@ class GroupRun {
   bool terminating_ = false;  // SIGTERM sent to every group
   bool killed_ = false;       // SIGKILL sent to every group
   bool failed_ = false;
-  bool accounted_ = false;            // watch.all_accounted() said so
-  std::vector<std::string> blamed_;   // by the reported failure that is the job's
-  bool more_to_come_ = false;         // the driver starts more children later
+  bool accounted_ = false;           // watch.all_accounted() said so
+  std::vector<std::string> blamed_;  // by the reported failure that is the job's
+  bool more_to_come_ = false;        // the driver starts more children later
   Clock::time_point kill_at_{}, give_up_at_{}, teardown_at_{}, next_orders_at_{};
 };
 

@@ -3,6 +3,7 @@
 // then KILL after a grace period) when one fails or hvdrun is signalled.
 #pragma once
 
+#include <csignal>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -12,22 +13,27 @@
 namespace hvdrun {
 
 struct ChildSpec {
-  std::vector<std::string> argv;              // argv[0] is looked up in PATH
-  std::map<std::string, std::string> env;     // added to hvdrun's environment
+  std::vector<std::string> argv;           // argv[0] is looked up in PATH
+  std::map<std::string, std::string> env;  // added to hvdrun's environment
   // Output prefix, e.g. "[1]" -> "[1]<stdout>: ..."; empty: no prefix
   // (mpirun prefixes its own ranks' lines).
   std::string label;
-  std::string output_file;  // if set, stdout+stderr go to this file instead
+  std::string output_file;   // if set, stdout+stderr go to this file instead
   bool mpirun_tags = false;  // the child is `mpirun --tag-output` (runner/output_lines.h)
-  bool timestamps = false;   // each line starts with the local time (--prefix-output-with-timestamp)
+  bool srun_labels = false;  // the child is `srun --label` (runner/output_lines.h)
+  bool timestamps = false;  // each line starts with the local time (--prefix-output-with-timestamp)
   // The child's stdin, then end of file (empty: /dev/null). A few bytes:
   // it is written to a pipe before the child starts.
   std::string stdin_text;
+  // What asks the child to end, before SIGKILL after the grace. `srun
+  // --quit-on-interrupt` takes SIGINT: it cancels its step, whose tasks
+  // Slurm then ends wherever they run (a SIGKILLed srun would leave them).
+  int stop_signal = SIGTERM;
 };
 
 struct JobResult {
-  int exit_code = 0;     // hvdrun's exit code: 0 only if every child exited 0
-  std::string failure;   // e.g. "rank 2 (host h2) was killed by signal 9 (SIGKILL)"
+  int exit_code = 0;    // hvdrun's exit code: 0 only if every child exited 0
+  std::string failure;  // e.g. "rank 2 (host h2) was killed by signal 9 (SIGKILL)"
 };
 
 // What an elastic job's driver (runner/elastic_driver.h) tells the group.

@@ -2,7 +2,8 @@
 # Installs what horovodcpp needs from Debian, TensorFlow from PyPI into a
 # venv, then configures, builds and installs horovodcpp (hvdrun on PATH).
 # Safe to run twice: packages already present are not fetched again, and the
-# build is incremental. Used by both README commands and by .ci/run.
+# build is incremental. Used by both README commands and by .ci/run;
+# `setup.sh --tests` also installs what only the tests need (Slurm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,12 @@ packages=(
   python3-mpi4py            # tests of init(comm=<mpi4py communicator>) and ProcessSet(comm)
   python3-venv              # the venv TensorFlow goes into (below)
 )
+# --tests (scripts/test.sh): also what only the tests need.
+if [ "${1:-}" = --tests ]; then
+  packages+=(
+    slurmctld slurmd slurm-client munge  # a real Slurm cluster for test/slurm
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

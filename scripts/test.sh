@@ -4,6 +4,6 @@
 # install check. Exits non-zero if any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --tests
 cd "${HVD_BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)"

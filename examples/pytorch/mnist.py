@@ -20,7 +20,7 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Subset, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 import horovodcpp.torch as hvd
@@ -35,6 +35,8 @@ def parse_args():
     parser.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist",
                         help="directory with the IDX .gz files (Debian: dataset-fashion-mnist)")
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--train-images", type=int, default=None,
+                        help="train on the first N images only")
     parser.add_argument("--batch-size", type=int, default=64, help="per rank")
     parser.add_argument("--lr", type=float, default=0.01,
                         help="per-rank learning rate (multiplied by the number of ranks)")
@@ -121,6 +123,8 @@ def main():
     torch.manual_seed(args.seed)
 
     train_set, test_set = load(args.data_dir, "train"), load(args.data_dir, "t10k")
+    if args.train_images:
+        train_set = Subset(train_set, range(args.train_images))
     sampler = DistributedSampler(train_set, num_replicas=hvd.size(), rank=hvd.rank(),
                                  shuffle=True, seed=args.seed)
     loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)

@@ -168,7 +168,9 @@ std::vector<Entry> build() {
        S::kPeerTimeoutSeconds},
 
       {S::kRank, "RANK", kHorovod, T::kInt, hvdrun, "", 0, kIntMax, "",
-       "Gloo: this rank in the job"},
+       "Gloo: this rank in the job",
+       "With RANK ... CROSS_SIZE unset, a task that `srun` started takes its place from Slurm's "
+       "variables ([slurm](slurm.md))"},
       {S::kSize, "SIZE", kHorovod, T::kInt, hvdrun, "", 1, kIntMax, "",
        "Gloo: the number of ranks"},
       {S::kLocalRank, "LOCAL_RANK", kHorovod, T::kInt, hvdrun, "", 0, kIntMax, "",
@@ -184,13 +186,16 @@ std::vector<Entry> build() {
       {S::kGlooRendezvousAddr, "GLOO_RENDEZVOUS_ADDR", kHorovod, T::kString, hvdrun, "", 0, 0, "",
        "Gloo: the host of hvdrun's rendezvous store"},
       {S::kGlooRendezvousPort, "GLOO_RENDEZVOUS_PORT", kHorovod, T::kInt, hvdrun, "", 1, 65535, "",
-       "Gloo: the port of hvdrun's rendezvous store"},
+       "Gloo: the port of hvdrun's rendezvous store",
+       "Under `srun` with no launcher (and no _ADDR): the port rank 0 hosts the store on, "
+       "instead of one derived from the job and step ids; see [slurm](slurm.md)."},
       {S::kHvdrunStore, "HVDRUN_STORE", kOurs, T::kString, hvdrun, "", 0, 0, "",
        "host:port where a rank reports its failures to hvdrun"},
       {S::kJobSecret, "JOB_SECRET", kOurs, T::kString, hvdrun, "", 0, 0, "",
        "the job's secret: what proves a connection to the rendezvous store is the job's",
        "hvdrun makes a fresh one for each job and hands it to the ranks in their environment "
-       "(never on a command line); see [security](security.md)."},
+       "(never on a command line); see [security](security.md). Under `srun` with no launcher, "
+       "export one in the job script ([slurm](slurm.md))."},
       {S::kElasticWorker, "ELASTIC_WORKER", kOurs, T::kInt, hvdrun, "", 0, kIntMax, "",
        "elastic jobs: this worker's id"},
       {S::kElasticRoundTimeout, "ELASTIC_ROUND_TIMEOUT", kOurs, T::kSeconds, hvdrun, "630", 0,

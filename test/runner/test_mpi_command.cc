@@ -71,6 +71,25 @@ TEST(OpenMpi, TwoHosts) {
                   "train.py"}));
 }
 
+// Inside a Slurm allocation mpirun starts its daemons with srun, not ssh.
+TEST(OpenMpi, SlurmAllocationLaunchesThroughSlurm) {
+  Options o = command_options({"python", "train.py"});
+  MpiLaunch launch = open_mpi({{"n1", 2}, {"n2", 2}}, 4);
+  launch.slurm = true;
+  const Argv argv = mpi_command(o, launch);
+  const auto plm = std::find(argv.begin(), argv.end(), "plm");
+  ASSERT_NE(plm, argv.end());
+  EXPECT_EQ(*(plm - 1), "-mca");
+  EXPECT_EQ(*(plm + 1), "slurm");
+  EXPECT_EQ(std::find(argv.begin(), argv.end(), "plm_rsh_agent"), argv.end());
+
+  launch.flavor = MpiFlavor::kMpich;
+  const Argv hydra = mpi_command(o, launch);
+  const auto launcher = std::find(hydra.begin(), hydra.end(), "-launcher");
+  ASSERT_NE(launcher, hydra.end());
+  EXPECT_EQ(*(launcher + 1), "slurm");
+}
+
 TEST(OpenMpi, OversubscribesWhenSlotsExceedLocalCores) {
   Options o = command_options({"-np", "4", "./t"});
   MpiLaunch launch = open_mpi({{"localhost", 4}}, 4, true);

@@ -105,3 +105,14 @@ TEST(OutputLines, FindsOnlyCompleteTags) {
   EXPECT_EQ(hvdrun::find_mpirun_tag("[a,0]<stdout>:", 0, &length), std::string::npos);
   EXPECT_EQ(hvdrun::find_mpirun_tag("[1,0]<>:", 0, &length), std::string::npos);
 }
+
+TEST(OutputLines, SrunLabelsBecomeRankPrefixes) {
+  OutputLines lines = OutputLines::srun_labels("<stderr>: ", false);
+  std::vector<std::string> seen;
+  const std::function<void(const std::string&)> on_line = [&](const std::string& line) {
+    seen.push_back(line);
+  };
+  EXPECT_EQ(lines.feed(" 3: loss=0.5\n12: \nsrun: error: n1: task 3: Killed\n", false, &on_line),
+            "[3]<stderr>: loss=0.5\n[12]<stderr>: \nsrun: error: n1: task 3: Killed\n");
+  EXPECT_EQ(seen, (std::vector<std::string>{"loss=0.5", "", "srun: error: n1: task 3: Killed"}));
+}

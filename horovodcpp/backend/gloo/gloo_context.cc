@@ -14,9 +14,11 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
+#include "backend/gloo/gloo_slurm.h"
 #include "backend/gloo/gloo_store_adapter.h"
 #include "base/check.h"
 #include "core/diagnostics/logging.h"
@@ -179,8 +181,16 @@ namespace detail {
 GlooOptions GlooContext::options_from_environment() {
   GlooOptions options;
   options.timeout = peer_timeout(Setting::kGlooTimeoutSeconds);
-  options.topology = topology_from_environment();
-  options.store = store_from_environment(options.topology, options.timeout);
+  std::optional<slurm::StepTask> step;
+  try {
+    step = slurm::srun_task();
+  } catch (const std::invalid_argument& e) {
+    HVD_THROW(InvalidArgument, "Gloo: cannot take this rank's place from Slurm: " << e.what());
+  }
+  options.topology = step ? slurm_topology(*step) : topology_from_environment();
+  options.store = step && step->size > 1 && !settings::is_set(Setting::kGlooRendezvousAddr)
+                      ? slurm_step_store(*step, options.timeout)
+                      : store_from_environment(options.topology, options.timeout);
   options.network = network_from_environment(options.topology);
   return options;
 }

@@ -4,9 +4,12 @@
 //
 // Environment (HOROVODCPP_X, or Horovod's HOROVOD_X), as hvdrun sets it:
 //   RANK, SIZE, LOCAL_RANK, LOCAL_SIZE, CROSS_RANK, CROSS_SIZE: the job.
-//     None of them set: a single-rank job (no launcher, no store needed).
+//     None of them set: a task of a Slurm step that srun started takes
+//     its place from Slurm (gloo_slurm.h); else a single-rank job (no
+//     launcher, no store needed).
 //   GLOO_RENDEZVOUS_ADDR + GLOO_RENDEZVOUS_PORT: a TcpStore (hvdrun's), or
-//   GLOO_FILE_STORE=dir: a FileStore on a directory every rank sees.
+//   GLOO_FILE_STORE=dir: a FileStore on a directory every rank sees; in a
+//   Slurm step without them, the store rank 0 hosts (gloo_slurm.h).
 //   GLOO_IFACE: the network interface to use; else HOSTNAME: the address
 //     to listen on; else 127.0.0.1 when every rank is local, else the
 //     machine's hostname.

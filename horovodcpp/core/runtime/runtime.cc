@@ -1,6 +1,8 @@
 #include "core/runtime/runtime.h"
 
 #include <algorithm>
+#include <optional>
+#include <stdexcept>
 
 #include "base/check.h"
 #include "core/diagnostics/logging.h"
@@ -8,16 +10,37 @@
 #include "core/runtime/elastic_worker.h"
 #include "core/runtime/thread_affinity.h"
 #include "settings/settings.h"
+#include "settings/slurm_environment.h"
 
 namespace hvd {
 namespace {
 
 using settings::Setting;
 
+// Under `srun` without MPI's process management (no --mpi=pmix), each
+// task's MPI would be a job of one: only Gloo meets the step's other tasks.
+bool srun_without_mpi() {
+  try {
+    const std::optional<slurm::StepTask> task = slurm::srun_task();
+    return task && !task->mpi_launched;
+  } catch (const std::invalid_argument& e) {
+    HVD_THROW(InvalidArgument, "cannot take this rank's place from Slurm: " << e.what());
+  }
+}
+
 std::string chosen_transport(const BackendFactory& backends) {
   std::string name = settings::read_string(Setting::kCpuOperations);
   if (name.empty()) name = settings::read_string(Setting::kController);
-  return name.empty() ? backends.transports().front() : name;
+  if (!name.empty()) return name;
+  const std::vector<std::string> available = backends.transports();
+  if (srun_without_mpi()) {
+    HVD_CHECK(std::find(available.begin(), available.end(), "gloo") != available.end(),
+              InvalidArgument,
+              "started by srun without --mpi=pmix, and this build has no Gloo to meet the "
+              "other tasks with: run srun --mpi=pmix (MPI), or build with Gloo");
+    return "gloo";
+  }
+  return available.front();
 }
 
 // Whether every rank has the same local_size: rank 0 gathers them and

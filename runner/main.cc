@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/descriptor_limit.h"
 #include "runner/check_build.h"
 #include "runner/elastic_launch.h"
 #include "runner/environment.h"
@@ -235,6 +236,8 @@ int run(const std::vector<std::string>& args) {
   }
   if (num_proc < 1) usage("-np N is required (no Slurm or PBS allocation to take it from)");
   std::vector<RankPlacement> placements = place_ranks(job.hosts, num_proc);
+  // Three pipes per local rank (stdin, stdout, stderr), and some to spare.
+  hvd::raise_descriptor_limit(3L * num_proc + 256);
 
   Mode mode = options.mode;
   if (mode == Mode::kAuto) mode = find_in_path("mpirun").empty() ? Mode::kGloo : Mode::kMpi;

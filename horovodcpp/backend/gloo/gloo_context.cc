@@ -1,5 +1,6 @@
 #include "backend/gloo/gloo_context.h"
 
+#include <dirent.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
@@ -10,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <optional>
 #include <set>
@@ -21,6 +23,7 @@
 #include "backend/gloo/gloo_slurm.h"
 #include "backend/gloo/gloo_store_adapter.h"
 #include "base/check.h"
+#include "base/descriptor_limit.h"
 #include "core/diagnostics/logging.h"
 #include "core/diagnostics/peer_failure.h"
 #include "core/runtime/elastic_worker.h"
@@ -141,6 +144,29 @@ std::shared_ptr<gloo::Context> connect_one(const GlooOptions& options,
     context->connectFullMesh(store, dev);
   }
   return context;
+}
+
+long open_descriptors() {
+  long count = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (readdir(dir) != nullptr) ++count;
+    closedir(dir);
+  }
+  return std::max(0L, count - 3);  // ".", ".." and the directory's own
+}
+
+// Two connections to every peer (the control and the data context) on top
+// of what is open: a job of hundreds of ranks needs more than the usual
+// soft limit of 1024.
+void ensure_descriptors_for(int size) {
+  const long wanted = open_descriptors() + 2L * size + 64;
+  const long allowed = raise_descriptor_limit(wanted);
+  HVD_CHECK(allowed < 0 || allowed >= wanted, BackendError,
+            "Gloo: connecting to " << size - 1 << " peers needs about " << wanted
+                                   << " open descriptors, but this process may open only "
+                                   << allowed
+                                   << " (ulimit -n, and its hard limit does not allow more): "
+                                      "raise the hard limit (limits.conf, LimitNOFILE=)");
 }
 
 }  // namespace
@@ -310,6 +336,7 @@ std::shared_ptr<GlooContext> GlooContext::connect(const GlooOptions& options,
                                                   std::shared_ptr<gloo::transport::Device> device,
                                                   const std::string& prefix) {
   const Topology& topology = options.topology;
+  ensure_descriptors_for(topology.size);
   std::shared_ptr<GlooContext> context(new GlooContext());
   context->options_ = options;
   context->prefix_ = prefix;

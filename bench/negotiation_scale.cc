@@ -2,14 +2,14 @@
 // real Coordinator (negotiation, response cache, rank 0's message table,
 // fusion planning) in a thread of this process, with a backend that moves
 // no data. The ranks negotiate over an in-process plane ("memory": the
-// negotiation code alone, every collective a rendezvous of the threads) or
-// Gloo mode's TCP tree on loopback ("tcp", set up over the in-process
-// plane). Each step, every rank's training thread submits the 161
-// gradients of a ResNet-50 (one element each: negotiation depends on their
-// number and names, not their size) in backward order, `--gap-us` apart,
-// then waits for all of them.
+// negotiation code alone, every collective a rendezvous of the threads),
+// Gloo mode's TCP tree on loopback ("tcp") or the shared-memory plane of
+// ranks on one host ("shm"), each set up over the in-process plane. Each step, every rank's
+// training thread submits the 161 gradients of a ResNet-50 (one element each: negotiation depends
+// on their number and names, not their size) in backward order, `--gap-us` apart, then waits for
+// all of them.
 //
-//   negotiation_scale [--ranks 2,8,64,256,1024] [--plane memory|tcp]
+//   negotiation_scale [--ranks 2,8,64,256,1024] [--plane memory|tcp|shm]
 //                     [--steps 4] [--gap-us 200] [--cycle-ms 1]
 //
 // Per N, for the first step (nothing cached) and the steady state (the
@@ -43,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/shm/shm_controller.h"
 #include "backend/tcp/tcp_controller.h"
 #include "base/descriptor_limit.h"
 #include "core/execution/backend.h"
@@ -71,7 +72,7 @@ Options parse(int argc, char** argv) {
       o.ranks.clear();
       std::stringstream list(value);
       for (std::string n; std::getline(list, n, ',');) o.ranks.push_back(std::atoi(n.c_str()));
-    } else if (flag == "--plane" && (value == "memory" || value == "tcp")) {
+    } else if (flag == "--plane" && (value == "memory" || value == "tcp" || value == "shm")) {
       o.plane = value;
     } else if (flag == "--steps" && std::atoi(value.c_str()) >= 2) {
       o.steps = std::atoi(value.c_str());
@@ -306,21 +307,27 @@ void run(int size, const Options& o) {
   std::vector<std::unique_ptr<MemoryController>> setup;
   for (int r = 0; r < size; ++r)
     setup.push_back(std::make_unique<MemoryController>(memory, r, size));
-  if (o.plane == "tcp") {
+  if (o.plane != "memory") {
     std::vector<std::thread> connecting;
     for (int r = 0; r < size; ++r) {
       connecting.emplace_back([&, r] {
+        hvd::Controller& over = *setup[static_cast<std::size_t>(r)];
+        std::unique_ptr<hvd::Controller>& plane = ranks[static_cast<std::size_t>(r)].plane;
+        if (o.plane == "shm") {
+          plane = hvd::maybe_shm_controller(over, "none");
+          return;
+        }
         hvd::TcpControllerOptions tcp;
         tcp.address = "127.0.0.1";
         tcp.timeout = std::chrono::seconds(120);
-        ranks[static_cast<std::size_t>(r)].plane =
-            hvd::TcpController::connect(*setup[static_cast<std::size_t>(r)], tcp, "none");
+        plane = hvd::TcpController::connect(over, tcp, "none");
       });
     }
     for (std::thread& t : connecting) t.join();
     for (const Rank& rank : ranks) {
       if (!rank.plane) {
-        std::fprintf(stderr, "negotiation_scale: the TCP tree did not connect at %d ranks\n", size);
+        std::fprintf(stderr, "negotiation_scale: the %s plane did not set up at %d ranks\n",
+                     o.plane.c_str(), size);
         std::exit(1);
       }
     }

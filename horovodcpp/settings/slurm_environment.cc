@@ -187,6 +187,7 @@ std::optional<StepTask> step_task(const Lookup& lookup) {
     bad("SLURMD_NODENAME='" + node + "' is not in SLURM_STEP_NODELIST='" + nodelist + "'");
   }
   const std::size_t index = static_cast<std::size_t>(here - task.nodes.begin());
+  task.node = node;
   task.local_size = tasks[index];
   if (task.local_rank >= task.local_size) {
     bad("SLURM_LOCALID=" + std::to_string(task.local_rank) + " is not a task of node " + node +

@@ -28,6 +28,7 @@ struct StepTask {
   int cross_rank = 0;  // among the step's nodes that have a task with this local_rank
   int cross_size = 1;
   std::vector<std::string> nodes;  // SLURM_STEP_NODELIST, expanded
+  std::string node;                // SLURMD_NODENAME: this task's node
   std::string job_id;              // SLURM_JOB_ID
   std::string step_id;             // SLURM_STEP_ID
   // Started through an MPI process-management interface (srun --mpi=pmix

@@ -15,6 +15,8 @@
 #   scancel      scancel of a running job ends every rank within 15 s
 #   port taken   rank 0's rendezvous port held by another process: a clear
 #                error on every rank, within the timeout
+#   rank 0 node  rank 0 placed off the step's first node (arbitrary
+#                distribution): the same
 #
 # usage: slurm_tests.sh HVDRUN FAULT_WORKER [--torch PYTHON MNIST_PY] [--mpi]
 # (root). Exit 77 (skip) when the cluster cannot be built here; under CI
@@ -247,5 +249,23 @@ grep -qE "^ *0: .*rank 0 cannot host the rendezvous store on port $port of nodea
 grep -qE "^ *1: .*rank 1 cannot reach the rendezvous store of rank 0 at nodea:$port" "$log" ||
   why+="rank 1 does not say where it looked; "
 report "rendezvous port taken: both ranks say so (${took}s)" "$why" "$log"
+
+# 8. Rank 0 placed off the step's first node (arbitrary distribution).
+printf 'nodeb\nnodea\n' >"$WORK/rank0-second.hosts"
+log="$WORK/rank0-node.log"
+start=$SECONDS
+SLURM_HOSTFILE="$WORK/rank0-second.hosts" HOROVODCPP_GLOO_TIMEOUT_SECONDS=5 timeout -s KILL 120 \
+  $ON_LOGIN srun --label -n 2 --distribution=arbitrary "$WORKER" --iters 5 --tag "$TAG" \
+  >"$log" 2>&1
+rc=$?
+took=$((SECONDS - start))
+why=""
+[ "$rc" -eq 0 ] && why+="srun exited 0; "
+[ "$took" -gt 20 ] && why+="took ${took}s; "
+grep -qE "^ *0: .*rank 0 runs on nodeb, not on the step's first node nodea" "$log" ||
+  why+="rank 0 does not say it is off the first node; "
+grep -qE "^ *1: .*cannot reach the rendezvous store of rank 0 at nodea" "$log" ||
+  why+="rank 1 does not say where it looked; "
+report "rank 0 off the step's first node: both ranks say so (${took}s)" "$why" "$log"
 
 summary

@@ -50,6 +50,7 @@ TEST(SlurmStepTask, PlacesEachTaskAsHorovodWould) {
   EXPECT_EQ(first->cross_rank, 0);
   EXPECT_EQ(first->cross_size, 2);
   EXPECT_EQ(first->nodes, (std::vector<std::string>{"node1", "node2"}));
+  EXPECT_EQ(first->node, "node1");
   EXPECT_FALSE(first->mpi_launched);
 
   // Local rank 2 exists on node1 only: a cross communicator of one.

@@ -68,6 +68,12 @@ std::shared_ptr<Store> slurm_step_store(const slurm::StepTask& task,
                                    << "not): " << e.what());
     }
   }
+  // The others look for the store on the step's first node.
+  HVD_CHECK(task.node == node, InvalidArgument,
+            step << ": rank 0 runs on " << task.node << ", not on the step's first node " << node
+                 << ", where the other ranks look for its rendezvous store (srun "
+                    "--distribution=arbitrary with another node first?): put rank 0 on "
+                 << node << " (or launch with hvdrun, which runs the store itself)");
   auto hosted = std::make_shared<HostedStore>();
   try {
     hosted->server = std::make_unique<TcpStoreServer>("0.0.0.0", port, secret);

@@ -74,7 +74,9 @@ the reason. In [brackets]: the flag's key in a --config-file.
          "\n" + hvd::settings::help_text() + R"(  HVDRUN_REMOTE_SHELL=TEXT
       Default for --remote-shell.
   SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE, SLURM_NTASKS, PBS_NODEFILE
-      The allocation's hosts and slots.
+      The allocation's hosts and slots. Inside a Slurm allocation the ranks
+      start through srun, never ssh (Gloo: one srun step; MPI: mpirun -mca
+      plm slurm), unless --remote-shell is given.
 
 Exit status: the job's (0 only if every rank succeeded); 2 for usage errors.
 )";

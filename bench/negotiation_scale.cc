@@ -24,7 +24,6 @@
 // times measure the simulation, not a cluster.
 // Exits 1 if a step's gradients are not all done within 5 minutes, or a
 // step after the first takes a full round (the cache should serve it all).
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,7 +32,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <fstream>
 #include <memory>
@@ -174,11 +172,20 @@ class MemoryController : public hvd::Controller {
 
 // What a rank hands to its plane, and rank 0's own work between the
 // requests' arrival and the responses' broadcast.
+struct Counts {
+  long full_rounds = 0;  // gathers: the requests went to rank 0
+  long collectives = 0;
+  long bytes = 0;
+  long root_work_ns = 0;
+};
+
 struct Traffic {
-  std::atomic<long> full_rounds{0};  // gathers: the requests went to rank 0
+  std::atomic<long> full_rounds{0};
   std::atomic<long> collectives{0};
   std::atomic<long> bytes{0};
   std::atomic<long> root_work_ns{0};
+
+  Counts counts() const { return {full_rounds, collectives, bytes, root_work_ns}; }
 };
 
 class CountingController : public hvd::Controller {
@@ -352,13 +359,8 @@ void run(int size, const Options& o) {
   const std::vector<std::string> names = gradient_names();
   std::vector<StepFigures> figures;
   for (int step = 0; step < o.steps; ++step) {
-    std::vector<long> rounds_before, collectives_before, bytes_before;
-    for (Rank& rank : ranks) {
-      rounds_before.push_back(rank.traffic.full_rounds);
-      collectives_before.push_back(rank.traffic.collectives);
-      bytes_before.push_back(rank.traffic.bytes);
-    }
-    const long root_work_before = ranks[0].traffic.root_work_ns;
+    std::vector<Counts> before;
+    for (const Rank& rank : ranks) before.push_back(rank.traffic.counts());
     std::vector<double> tails(ranks.size());
     const Clock::time_point start = Clock::now();
     std::vector<std::thread> training;
@@ -369,16 +371,16 @@ void run(int size, const Options& o) {
     StepFigures f;
     f.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     f.tail_ms = *std::max_element(tails.begin(), tails.end());
-    f.root_work_ms = static_cast<double>(ranks[0].traffic.root_work_ns - root_work_before) / 1e6;
     for (std::size_t r = 0; r < ranks.size(); ++r) {
-      f.full_rounds += static_cast<double>(ranks[r].traffic.full_rounds - rounds_before[r]);
-      f.collectives += static_cast<double>(ranks[r].traffic.collectives - collectives_before[r]);
-      f.bytes += static_cast<double>(ranks[r].traffic.bytes - bytes_before[r]);
+      const Counts now = ranks[r].traffic.counts();
+      f.full_rounds += static_cast<double>(now.full_rounds - before[r].full_rounds) / size;
+      f.collectives += static_cast<double>(now.collectives - before[r].collectives) / size;
+      f.bytes += static_cast<double>(now.bytes - before[r].bytes) / size;
+      if (r == 0) {
+        f.root_work_ms = static_cast<double>(now.root_work_ns - before[0].root_work_ns) / 1e6;
+        f.root_bytes = static_cast<double>(now.bytes - before[0].bytes);
+      }
     }
-    f.full_rounds /= size;
-    f.collectives /= size;
-    f.bytes /= size;
-    f.root_bytes = static_cast<double>(ranks[0].traffic.bytes - bytes_before[0]);
     figures.push_back(f);
   }
   const long rss_after = resident_kib();  // every rank's cache and table filled

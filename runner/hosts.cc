@@ -15,14 +15,6 @@
 namespace hvdrun {
 namespace {
 
-bool all_digits(const std::string& text) {
-  if (text.empty()) return false;
-  for (char c : text) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
-}
-
 // A slot count: a whole positive number. `where` says where it came from.
 int parse_slots(const std::string& text, const std::string& where) {
   if (!all_digits(text) || text.size() > 9) {

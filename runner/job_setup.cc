@@ -175,4 +175,11 @@ void print_failure(const JobResult& result) {
             << "; job exit code " << result.exit_code << "\n";
 }
 
+void print_launcher_failure(JobResult result, const std::string& launcher,
+                            const std::string& named) {
+  const bool launcher_failed = result.failure.rfind(launcher + " ", 0) == 0;
+  if (launcher_failed && !named.empty()) result.failure = named;
+  print_failure(result);
+}
+
 }  // namespace hvdrun

@@ -65,5 +65,11 @@ std::unique_ptr<hvd::TcpStoreServer> start_store(bool open_to_others, const std:
 
 // One line: the first failure, and the job's exit code.
 void print_failure(const JobResult& result);
+// The same for a job run by one launcher child (mpirun, srun) whose argv[0]
+// is `launcher`: when the failure is the launcher's own exit ("mpirun exited
+// with code 1"), the rank it named in its output (`named`, if not empty)
+// says more.
+void print_launcher_failure(JobResult result, const std::string& launcher,
+                            const std::string& named);
 
 }  // namespace hvdrun

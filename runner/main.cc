@@ -1,6 +1,5 @@
 // hvdrun: launches a horovodcpp job through mpirun (MPI mode) or by starting
 // every rank itself around a TCP rendezvous store (Gloo mode).
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -196,10 +194,7 @@ int run_mpi(Options options, const JobHosts& job, int num_proc,
   watch.failure_grace = kFailureGraceSeconds;
   JobResult result = run_process_group({child}, kGraceSeconds, watch);
   if (result.exit_code != 0) {
-    // "mpirun exited with code 1" says less than the rank mpirun named.
-    const bool mpirun_failed = result.failure.rfind(child.argv.front() + " ", 0) == 0;
-    if (mpirun_failed && !mpirun_output.failure().empty()) result.failure = mpirun_output.failure();
-    print_failure(result);
+    print_launcher_failure(result, child.argv.front(), mpirun_output.failure());
   }
   return result.exit_code;
 }

@@ -35,7 +35,10 @@ class Hostfile {
     path_ = path;
     std::ofstream out(path_);
     out << text;
-    if (!out.flush()) throw LaunchError{"cannot write srun's hostfile " + path_};
+    if (!out.flush()) {
+      unlink(path_.c_str());  // no destructor runs for a constructor that throws
+      throw LaunchError{"cannot write srun's hostfile " + path_};
+    }
   }
   ~Hostfile() { unlink(path_.c_str()); }
   Hostfile(const Hostfile&) = delete;
@@ -146,10 +149,7 @@ int run_gloo_in_slurm(const Options& options, const std::vector<RankPlacement>& 
   watch.all_accounted = [&reports, size] { return reports.all_accounted(size); };
   JobResult result = run_process_group({child}, kGraceSeconds, watch);
   if (result.exit_code != 0) {
-    // "srun exited with code 1" says less than the rank srun named.
-    const bool srun_failed = result.failure.rfind(child.argv.front() + " ", 0) == 0;
-    if (srun_failed && !srun_output.failure().empty()) result.failure = srun_output.failure();
-    print_failure(result);
+    print_launcher_failure(result, child.argv.front(), srun_output.failure());
   }
   return result.exit_code;
 }

@@ -1,11 +1,12 @@
 #include "settings/slurm_environment.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
+#include "base/text.h"
+#include "horovodcpp/errors.h"
 #include "settings/settings.h"
 
 namespace hvd {
@@ -13,21 +14,6 @@ namespace slurm {
 namespace {
 
 [[noreturn]] void bad(const std::string& message) { throw std::invalid_argument(message); }
-
-std::string trim(const std::string& text) {
-  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  std::size_t begin = 0;
-  std::size_t end = text.size();
-  while (begin < end && space(text[begin])) ++begin;
-  while (end > begin && space(text[end - 1])) --end;
-  return text.substr(begin, end - begin);
-}
-
-bool all_digits(const std::string& text) {
-  if (text.empty()) return false;
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
-}
 
 // A count >= 1 (or >= 0 with `zero_ok`); `where` says where it came from.
 int parse_count(const std::string& text, const std::string& where, bool zero_ok = false) {
@@ -205,13 +191,13 @@ std::optional<StepTask> step_task(const Lookup& lookup) {
   return task;
 }
 
-std::optional<StepTask> step_task_from_environment() {
-  return step_task([](const char* name) { return std::getenv(name); });
-}
-
 std::optional<StepTask> srun_task() {
   if (settings::is_set(settings::Setting::kRank)) return std::nullopt;
-  return step_task_from_environment();
+  try {
+    return step_task([](const char* name) { return std::getenv(name); });
+  } catch (const std::invalid_argument& e) {
+    throw InvalidArgument(std::string("cannot take this rank's place from Slurm: ") + e.what());
+  }
 }
 
 int derived_rendezvous_port(const StepTask& task) {

@@ -47,10 +47,11 @@ using Lookup = std::function<const char*(const char*)>;
 // it is `mpi_launched` (OMPI_COMM_WORLD_RANK), and its place comes from
 // MPI, not from these. Throws std::invalid_argument for inconsistent values.
 std::optional<StepTask> step_task(const Lookup& lookup);
-std::optional<StepTask> step_task_from_environment();
-// The same, unless a launcher placed this rank itself (HOROVODCPP_RANK or
-// HOROVOD_RANK set: hvdrun runs each rank in a step of its own): the job
-// this process belongs to is then the launcher's, not the step's.
+// step_task() of this process's environment, unless a launcher placed this
+// rank itself (HOROVODCPP_RANK or HOROVOD_RANK set: hvdrun runs each rank
+// in a step of its own): the job this process belongs to is then the
+// launcher's, not the step's. Inconsistent values are an
+// hvd::InvalidArgument saying so.
 std::optional<StepTask> srun_task();
 
 // The port rank 0 hosts the step's rendezvous on when nothing names one:

@@ -229,43 +229,36 @@ why=""
 [ "$took" -gt 15 ] && why+="ranks still running ${took}s after scancel (bound 15 s): $(leftovers); "
 report "scancel of a running job ends every rank (${took}s)" "$why" "$log"
 
+# A 2-rank srun (SRUN_ARGS...) whose rendezvous cannot happen: it fails
+# within 20 s, rank 0 and rank 1 each saying why (extended regexes).
+rendezvous_fails() {  # name log rank0-says rank1-says srun-args...
+  local name=$1 log=$2 rank0=$3 rank1=$4 start=$SECONDS rc took why=""
+  shift 4
+  HOROVODCPP_GLOO_TIMEOUT_SECONDS=5 timeout -s KILL 120 $ON_LOGIN srun --label -n 2 "$@" \
+    "$WORKER" --iters 5 --tag "$TAG" >"$log" 2>&1
+  rc=$?
+  took=$((SECONDS - start))
+  [ "$rc" -eq 0 ] && why+="srun exited 0; "
+  [ "$took" -gt 20 ] && why+="took ${took}s; "
+  grep -qE "^ *0: .*$rank0" "$log" || why+="rank 0 does not say '$rank0'; "
+  grep -qE "^ *1: .*$rank1" "$log" || why+="rank 1 does not say '$rank1'; "
+  report "$name: both ranks say so (${took}s)" "$why" "$log"
+}
+
 # 7. Rank 0's rendezvous port is taken on nodea.
 port=23456
-log="$WORK/port.log"
 "$ON_NODE" nodea "${PYTHON:-python3}" -c "import socket, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(('0.0.0.0', $port)); s.listen(8); time.sleep(120)  # $TAG" >/dev/null 2>&1 &
 sleep 1
-start=$SECONDS
-HOROVODCPP_GLOO_RENDEZVOUS_PORT=$port HOROVODCPP_GLOO_TIMEOUT_SECONDS=5 timeout -s KILL 120 \
-  $ON_LOGIN srun --label -n 2 --ntasks-per-node=1 "$WORKER" --iters 5 --tag "$TAG" >"$log" 2>&1
-rc=$?
-took=$((SECONDS - start))
-why=""
-[ "$rc" -eq 0 ] && why+="srun exited 0; "
-[ "$took" -gt 20 ] && why+="took ${took}s; "
-grep -qE "^ *0: .*rank 0 cannot host the rendezvous store on port $port of nodea" "$log" ||
-  why+="rank 0 does not say its port is taken; "
-grep -qE "^ *1: .*rank 1 cannot reach the rendezvous store of rank 0 at nodea:$port" "$log" ||
-  why+="rank 1 does not say where it looked; "
-report "rendezvous port taken: both ranks say so (${took}s)" "$why" "$log"
+HOROVODCPP_GLOO_RENDEZVOUS_PORT=$port rendezvous_fails "rendezvous port taken" "$WORK/port.log" \
+  "rank 0 cannot host the rendezvous store on port $port of nodea" \
+  "rank 1 cannot reach the rendezvous store of rank 0 at nodea:$port" --ntasks-per-node=1
 
 # 8. Rank 0 placed off the step's first node (arbitrary distribution).
 printf 'nodeb\nnodea\n' >"$WORK/rank0-second.hosts"
-log="$WORK/rank0-node.log"
-start=$SECONDS
-SLURM_HOSTFILE="$WORK/rank0-second.hosts" HOROVODCPP_GLOO_TIMEOUT_SECONDS=5 timeout -s KILL 120 \
-  $ON_LOGIN srun --label -n 2 --distribution=arbitrary "$WORKER" --iters 5 --tag "$TAG" \
-  >"$log" 2>&1
-rc=$?
-took=$((SECONDS - start))
-why=""
-[ "$rc" -eq 0 ] && why+="srun exited 0; "
-[ "$took" -gt 20 ] && why+="took ${took}s; "
-grep -qE "^ *0: .*rank 0 runs on nodeb, not on the step's first node nodea" "$log" ||
-  why+="rank 0 does not say it is off the first node; "
-grep -qE "^ *1: .*cannot reach the rendezvous store of rank 0 at nodea" "$log" ||
-  why+="rank 1 does not say where it looked; "
-report "rank 0 off the step's first node: both ranks say so (${took}s)" "$why" "$log"
+SLURM_HOSTFILE="$WORK/rank0-second.hosts" rendezvous_fails "rank 0 off the step's first node" \
+  "$WORK/rank0-node.log" "rank 0 runs on nodeb, not on the step's first node nodea" \
+  "cannot reach the rendezvous store of rank 0 at nodea" --distribution=arbitrary
 
 summary

@@ -16,7 +16,6 @@
 #include <optional>
 #include <set>
 #include <sstream>
-#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -207,12 +206,7 @@ namespace detail {
 GlooOptions GlooContext::options_from_environment() {
   GlooOptions options;
   options.timeout = peer_timeout(Setting::kGlooTimeoutSeconds);
-  std::optional<slurm::StepTask> step;
-  try {
-    step = slurm::srun_task();
-  } catch (const std::invalid_argument& e) {
-    HVD_THROW(InvalidArgument, "Gloo: cannot take this rank's place from Slurm: " << e.what());
-  }
+  const std::optional<slurm::StepTask> step = slurm::srun_task();
   options.topology = step ? slurm_topology(*step) : topology_from_environment();
   options.store = step && step->size > 1 && !settings::is_set(Setting::kGlooRendezvousAddr)
                       ? slurm_step_store(*step, options.timeout)

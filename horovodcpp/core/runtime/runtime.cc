@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <stdexcept>
 
 #include "base/check.h"
 #include "core/diagnostics/logging.h"
@@ -20,12 +19,8 @@ using settings::Setting;
 // Under `srun` without MPI's process management (no --mpi=pmix), each
 // task's MPI would be a job of one: only Gloo meets the step's other tasks.
 bool srun_without_mpi() {
-  try {
-    const std::optional<slurm::StepTask> task = slurm::srun_task();
-    return task && !task->mpi_launched;
-  } catch (const std::invalid_argument& e) {
-    HVD_THROW(InvalidArgument, "cannot take this rank's place from Slurm: " << e.what());
-  }
+  const std::optional<slurm::StepTask> task = slurm::srun_task();
+  return task && !task->mpi_launched;
 }
 
 std::string chosen_transport(const BackendFactory& backends) {

@@ -11,6 +11,7 @@ reached by a linear warm-up over the first epoch (Goyal et al., as in
 Horovod's examples). Rank 0 prints the loss and accuracy averaged over all
 ranks, the test accuracy after each epoch, and writes a checkpoint per
 epoch; a rerun with the same --checkpoint-dir resumes from the last one.
+--compression picks the gradient compressor (docs/compression.md).
 """
 import argparse
 import gzip
@@ -42,6 +43,13 @@ def parse_args():
                         help="per-rank learning rate (multiplied by the number of ranks)")
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--warmup-epochs", type=float, default=1.0)
+    parser.add_argument("--compression", default="none",
+                        choices=["none", "fp16", "bf16", "twobit", "powersgd"],
+                        help="gradient compression (docs/compression.md)")
+    parser.add_argument("--twobit-threshold", type=float, default=0.5)
+    parser.add_argument("--powersgd-rank", type=int, default=1)
+    parser.add_argument("--powersgd-start-iter", type=int, default=10,
+                        help="steps sent uncompressed before PowerSGD starts")
     parser.add_argument("--fp16-allreduce", action="store_true",
                         help="send gradients as float16")
     parser.add_argument("--checkpoint-dir", default=None,
@@ -147,7 +155,13 @@ def main():
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 
-    compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
+    compression = {
+        "none": lambda: hvd.Compression.none, "fp16": lambda: hvd.Compression.fp16,
+        "bf16": lambda: hvd.Compression.bf16,
+        "twobit": lambda: hvd.Compression.twobit(args.twobit_threshold),
+        "powersgd": lambda: hvd.Compression.powersgd(args.powersgd_rank,
+                                                     args.powersgd_start_iter),
+    }["fp16" if args.fp16_allreduce else args.compression]()
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
                                          compression=compression)
 

@@ -120,4 +120,5 @@ PYBIND11_MODULE(_core, m) {
   hvdpy::bind_process_sets(m);
   hvdpy::bind_basics(m);
   hvdpy::bind_ops(m);
+  hvdpy::bind_two_bit_codec(m);
 }

@@ -23,12 +23,22 @@ from horovodcpp.common.util import resolve_op
 from horovodcpp.torch import mpi_ops
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.handles import synchronize
+from horovodcpp.torch.reducing_compressor import reduces_itself
 
 
 def _compressed(compression, tensors, run):
     """run(*compressed tensors) -> outputs, decompressed."""
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
     return [compression.decompress(t, c) for t, c in zip(run(*compressed), ctxs)]
+
+
+def _reduced_by_compressor(compression, tensors, names, op, prescale_factor, postscale_factor,
+                           process_set):
+    """Each tensor reduced by a compressor that reduces itself (not
+    differentiable: the result carries no gradient)."""
+    finishes = [compression.reduce_async(t, n, op, prescale_factor, postscale_factor, process_set)
+                for t, n in zip(tensors, names)]
+    return [finish() for finish in finishes]
 
 
 def _rows(shape):
@@ -62,8 +72,13 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     """Returns postscale_factor * op(prescale_factor * tensor) over the ranks
     of `process_set` (default: all), as a new tensor; `op` defaults to
     Average. Differentiable. `compression` (e.g. Compression.fp16) converts
-    the tensor for the transfer."""
+    the tensor for the transfer; an instance of Compression.twobit or
+    .powersgd reduces it with its state for `name` (then the result is not
+    differentiable)."""
     op = resolve_op(op, average)
+    if reduces_itself(compression):
+        return _reduced_by_compressor(compression, [tensor], [name], op, prescale_factor,
+                                      postscale_factor, process_set)[0]
     return _compressed(compression, [tensor], lambda t: [HorovodAllreduce.apply(
         t, name, op, prescale_factor, postscale_factor, process_set)])[0]
 
@@ -82,10 +97,16 @@ class HorovodGroupedAllreduce(torch.autograd.Function):
 
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
-    """allreduce of a list of tensors as one group; returns a list."""
+    """allreduce of a list of tensors as one group; returns a list. With a
+    compressor that reduces itself, tensor i is reduced as "<name>.<i>"."""
     if not tensors:
         return []
     op = resolve_op(op, average)
+    if reduces_itself(compression):
+        return _reduced_by_compressor(compression, tensors,
+                                      ["{}.{}".format(name, i) if name else None
+                                       for i in range(len(tensors))],
+                                      op, prescale_factor, postscale_factor, process_set)
     return _compressed(compression, tensors, lambda *ts: HorovodGroupedAllreduce.apply(
         name, op, prescale_factor, postscale_factor, process_set, *ts))
 

@@ -63,6 +63,11 @@ def _create_state(optimizer, params):
     parameter and gradient is restored."""
     everything = [p for group in optimizer.param_groups for p in group["params"]]
     saved = [(p.detach().clone(), p.grad) for p in everything]
+    # A compressor's shared state (PowerSGD's Q and step counts) too.
+    broadcast_compression_state = getattr(getattr(optimizer, "_compression", None),
+                                          "broadcast_state", None)
+    if broadcast_compression_state is not None:
+        broadcast_compression_state(root_rank, process_set)
     sparse = isinstance(optimizer, torch.optim.SparseAdam)
     for p in everything:
         p.grad = None
@@ -86,7 +91,9 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     gradient) get none anywhere; the others get the root's, created first
     where a rank has none. As in Horovod, every trainable parameter then
     has a gradient (zeros where it had none: scripts read p.grad right
-    after). `model` is unused (accepted as in Horovod)."""
+    after). A DistributedOptimizer's stateful compressor gets the root's
+    shared state (broadcast_state). `model` is unused (accepted as in
+    Horovod)."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
     params = [p for group in optimizer.param_groups for p in group["params"]]
@@ -113,6 +120,11 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
         group.update(values)
     for (index, key), value in others.items():
         optimizer.state[params[index]][key] = value
+    # A compressor's shared state (PowerSGD's Q and step counts) too.
+    broadcast_compression_state = getattr(getattr(optimizer, "_compression", None),
+                                          "broadcast_state", None)
+    if broadcast_compression_state is not None:
+        broadcast_compression_state(root_rank, process_set)
     sparse = isinstance(optimizer, torch.optim.SparseAdam)
     for p in params:
         if p.requires_grad and p.grad is None:

@@ -18,6 +18,7 @@ from horovodcpp.torch import gradient_hooks, mpi_ops
 from horovodcpp.torch.adasum_optimizer import distributed_adasum_optimizer
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.handles import synchronize
+from horovodcpp.torch.reducing_compressor import reduces_itself
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -26,6 +27,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                  gradient_predivide_factor, groups, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
         self._compression = compression
+        self._compression_reduces = reduces_itself(compression)
         self.backward_passes_per_step = backward_passes_per_step
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
@@ -91,6 +93,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             # Sparse gradients reduced as dense ones (sparse_as_dense, or in a
             # group) become sparse again in synchronize(), as in Horovod.
             grads = [p.grad.to_dense() if p.grad.is_sparse else p.grad for p in unit]
+            if self._compression_reduces:  # each tensor by the compressor, as it defines
+                finishes = [self._compression.reduce_async(
+                    g, self._parameter_names[p], self.op, prescale, postscale, self.process_set)
+                    for p, g in zip(unit, grads)]
+                self._handles[unit] = ((lambda fs: lambda: [f() for f in fs] if len(fs) > 1
+                                        else fs[0]())(finishes), (None,) * len(unit))
+                continue
             compressed, ctxs = zip(*[self._compression.compress(g) for g in grads])
             if len(unit) == 1:
                 singles.append((unit, compressed[0], ctxs))
@@ -119,7 +128,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._submit([unit for unit in self._units if unit not in self._handles])
         try:
             for unit, (handle, ctxs) in self._handles.items():
-                outputs = handle() if callable(handle) else synchronize(handle)  # sparse: a function
+                # sparse, or a compressor that reduces itself: a function
+                outputs = handle() if callable(handle) else synchronize(handle)
                 if ctxs is None:  # sparse: the gathered gradient replaces p.grad
                     unit[0].grad = outputs
                     continue
@@ -194,7 +204,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     changes are combined with Adasum (adasum_optimizer.py).
 
     named_parameters: model.named_parameters(), to name each allreduce.
-    compression: Compression.none, .fp16 or .bf16 for the transfer.
+    compression: Compression.none, .fp16 or .bf16 for the transfer, or an
+        instance of Compression.twobit or Compression.powersgd (one per
+        optimizer: it keeps each gradient's state; docs/compression.md).
     backward_passes_per_step: backward passes accumulated locally per step.
     gradient_predivide_factor: with Average, gradients are divided by this
         before the sum and by size / factor after it.
@@ -208,6 +220,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         raise ValueError("backward_passes_per_step must be > 0")
     # Adasum of one rank is the identity; a set that is not registered (size
     # None) is refused by _DistributedOptimizer.
+    if op == Adasum and reduces_itself(compression):
+        raise ValueError("op=Adasum combines parameter changes, not gradients: use "
+                         "Compression.none, .fp16 or .bf16 with it")
     if op == Adasum and process_set.size() not in (None, 1):
         return distributed_adasum_optimizer(optimizer, named_parameters, compression,
                                             backward_passes_per_step, process_set)

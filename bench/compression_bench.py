@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The training step of a data-parallel MLP with each gradient compressor,
 side by side in one job: median step time, its ratio to uncompressed, and
-the bytes each rank sent per step (on --iface, where given).
+the bytes sent per step on --iface (one host's interface), where given.
 
     hvdrun -np 2 python3 bench/compression_bench.py [--iface hvdt0]
 
@@ -95,7 +95,7 @@ def main():
                   w=args.width))
         baseline = dict(results)["none"][0]
         print("{:<18} {:>10} {:>14} {:>16}".format("compression", "step ms", "speed vs none",
-                                                   "MB sent/rank/step" if args.iface else ""))
+                                                   "MB sent/host/step" if args.iface else ""))
         for name, (seconds, sent) in results:
             print("{:<18} {:>10.1f} {:>13.2f}x {:>16}".format(
                 name, seconds * 1e3, baseline / seconds,

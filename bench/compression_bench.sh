@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Where gradient compression pays: bench/compression_bench.py's table on two
 # "hosts" (network namespaces joined by a veth pair, both ends limited to
-# RATE with tc's token bucket filter; one rank each, Gloo between them), then
-# on this one host (two ranks over shared memory). Root; needs ip netns, tc.
-#   usage: bench/compression_bench.sh HVDRUN [RATE (default 1gbit)] [bench options...]
+# RATE with tc's token bucket filter; PER_HOST ranks each (default 1), Gloo
+# between them), then on this one host (the same number of ranks, shared
+# memory). Root; needs ip netns, tc.
+#   usage: [PER_HOST=N] bench/compression_bench.sh HVDRUN [RATE (default 1gbit)] [bench options...]
 set -u
 HVDRUN=$(readlink -f "${1:?usage: compression_bench.sh HVDRUN [RATE] [options]}")
 RATE=${2:-1gbit}
@@ -19,11 +20,13 @@ for ns in "$NS_A" "$NS_B"; do
   ip netns exec "$ns" tc qdisc add dev hvdt0 root tbf rate "$RATE" burst 256kb latency 50ms ||
     exit 1
 done
+PER_HOST=${PER_HOST:-1}
+NP=$((2 * PER_HOST))
 # Both "hosts" share this machine's cores.
-THREADS=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
+THREADS=$(( $(nproc) / NP > 0 ? $(nproc) / NP : 1 ))
 echo "== two hosts, $RATE link (tc tbf on both ends of a veth pair)"
-ip netns exec "$NS_A" env PYTHONPATH="${PYTHONPATH:-}" "$HVDRUN" -np 2 --gloo \
-  -H "$ADDR_A:1,$ADDR_B:1" --remote-shell "$WORK/rsh {host}" \
+ip netns exec "$NS_A" env PYTHONPATH="${PYTHONPATH:-}" "$HVDRUN" -np "$NP" --gloo \
+  -H "$ADDR_A:$PER_HOST,$ADDR_B:$PER_HOST" --remote-shell "$WORK/rsh {host}" \
   "$PYTHON" "$BENCH" --iface hvdt0 --threads "$THREADS" "$@" --tag "$TAG" 2>&1 | sed 's/^\[0\]<stdout>: //'
 echo "== one host, shared memory"
-"$HVDRUN" -np 2 "$PYTHON" "$BENCH" "$@" 2>&1 | sed 's/^\[1,0\]<stdout>://; s/^\[0\]<stdout>: //'
+"$HVDRUN" -np "$NP" "$PYTHON" "$BENCH" "$@" 2>&1 | sed 's/^\[1,0\]<stdout>://; s/^\[0\]<stdout>: //'

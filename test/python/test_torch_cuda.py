@@ -179,3 +179,19 @@ def test_join_allreduces_with_zeros_from_the_joined_ranks(dtype):
 
 def test_join_with_distributed_optimizer_on_a_cuda_model():
     check_join_with_uneven_batches(device())
+
+
+@pytest.mark.parametrize("kind", ["twobit", "powersgd"])
+def test_compression_on_cuda_matches_cpu(kind):
+    """Compression.twobit (torch encoder on the GPU) and .powersgd: the
+    same results as on the CPU, on the tensor's GPU."""
+    def make():
+        return (hvd.Compression.twobit(0.25, min_elements=0) if kind == "twobit" else
+                hvd.Compression.powersgd(2, start_powerSGD_iter=0))
+    on_cpu, on_cuda = make(), make()
+    for step in range(3):
+        x = rank_tensor(hvd.rank(), [16, 9], torch.float32, seed=step)
+        expected = hvd.allreduce(x, name="cpu." + kind, compression=on_cpu)
+        result = hvd.allreduce(on_gpu(x), name="cuda." + kind, compression=on_cuda)
+        assert result.device == device()
+        torch.testing.assert_close(result.cpu(), expected, rtol=1e-5, atol=1e-6)

@@ -72,10 +72,10 @@ class PowerSGDCompressor(ReducingCompressor):
         if "q" not in state:
             seed = self.random_seed ^ zlib.crc32(name.encode())
             generator = torch.Generator().manual_seed(seed)
-            state["q"] = orthogonalize(torch.randn(m, r, generator=generator, dtype=work_dtype))
+            q = torch.randn(m, r, generator=generator, dtype=work_dtype)  # on the CPU: the
+            state["q"] = orthogonalize(q).to(tensor.device)  # same numbers on every rank
         p = matrix @ state["q"].to(work_dtype)
-        entry = dict(matrix=matrix, p=p, state=state, name=name, op=op,
-                     process_set=process_set)
+        entry = dict(matrix=matrix, p=p, name=name, op=op, process_set=process_set)
         entry["p_handle"] = mpi_ops.allreduce_async_(p, name=name, op=op,
                                                      process_set=process_set)
         self._waiting.append(entry)

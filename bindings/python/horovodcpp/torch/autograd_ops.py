@@ -23,22 +23,13 @@ from horovodcpp.common.util import resolve_op
 from horovodcpp.torch import mpi_ops
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.handles import synchronize
-from horovodcpp.torch.reducing_compressor import reduces_itself
+from horovodcpp.torch.reducing_compressor import reduces_itself, start_reductions
 
 
 def _compressed(compression, tensors, run):
     """run(*compressed tensors) -> outputs, decompressed."""
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
     return [compression.decompress(t, c) for t, c in zip(run(*compressed), ctxs)]
-
-
-def _reduced_by_compressor(compression, tensors, names, op, prescale_factor, postscale_factor,
-                           process_set):
-    """Each tensor reduced by a compressor that reduces itself (not
-    differentiable: the result carries no gradient)."""
-    finishes = [compression.reduce_async(t, n, op, prescale_factor, postscale_factor, process_set)
-                for t, n in zip(tensors, names)]
-    return [finish() for finish in finishes]
 
 
 def _rows(shape):
@@ -77,8 +68,8 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     differentiable)."""
     op = resolve_op(op, average)
     if reduces_itself(compression):
-        return _reduced_by_compressor(compression, [tensor], [name], op, prescale_factor,
-                                      postscale_factor, process_set)[0]
+        return start_reductions(compression, [tensor], [name], op, prescale_factor,
+                                postscale_factor, process_set)()[0]
     return _compressed(compression, [tensor], lambda t: [HorovodAllreduce.apply(
         t, name, op, prescale_factor, postscale_factor, process_set)])[0]
 
@@ -103,10 +94,10 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
         return []
     op = resolve_op(op, average)
     if reduces_itself(compression):
-        return _reduced_by_compressor(compression, tensors,
-                                      ["{}.{}".format(name, i) if name else None
-                                       for i in range(len(tensors))],
-                                      op, prescale_factor, postscale_factor, process_set)
+        return start_reductions(compression, tensors,
+                                ["{}.{}".format(name, i) if name else None
+                                 for i in range(len(tensors))],
+                                op, prescale_factor, postscale_factor, process_set)()
     return _compressed(compression, tensors, lambda *ts: HorovodGroupedAllreduce.apply(
         name, op, prescale_factor, postscale_factor, process_set, *ts))
 

@@ -18,7 +18,7 @@ from horovodcpp.torch import gradient_hooks, mpi_ops
 from horovodcpp.torch.adasum_optimizer import distributed_adasum_optimizer
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.handles import synchronize
-from horovodcpp.torch.reducing_compressor import reduces_itself
+from horovodcpp.torch.reducing_compressor import reduces_itself, start_reductions
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -94,11 +94,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             # group) become sparse again in synchronize(), as in Horovod.
             grads = [p.grad.to_dense() if p.grad.is_sparse else p.grad for p in unit]
             if self._compression_reduces:  # each tensor by the compressor, as it defines
-                finishes = [self._compression.reduce_async(
-                    g, self._parameter_names[p], self.op, prescale, postscale, self.process_set)
-                    for p, g in zip(unit, grads)]
-                self._handles[unit] = ((lambda fs: lambda: [f() for f in fs] if len(fs) > 1
-                                        else fs[0]())(finishes), (None,) * len(unit))
+                finish = start_reductions(self._compression, grads,
+                                          [self._parameter_names[p] for p in unit], self.op,
+                                          prescale, postscale, self.process_set)
+                self._handles[unit] = (finish, (None,) * len(unit))
                 continue
             compressed, ctxs = zip(*[self._compression.compress(g) for g in grads])
             if len(unit) == 1:
@@ -133,7 +132,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 if ctxs is None:  # sparse: the gathered gradient replaces p.grad
                     unit[0].grad = outputs
                     continue
-                for p, output, ctx in zip(unit, outputs if len(unit) > 1 else [outputs], ctxs):
+                if len(unit) == 1 and not self._compression_reduces:
+                    outputs = [outputs]  # one tensor, not a group's list
+                for p, output, ctx in zip(unit, outputs, ctxs):
                     result = self._compression.decompress(output, ctx)
                     if p.grad.is_sparse:
                         p.grad = result.to_sparse()

@@ -133,6 +133,15 @@ class ReducingCompressor:
         self._state = {}
 
 
+def start_reductions(compression, tensors, names, op, prescale_factor, postscale_factor,
+                     process_set):
+    """Starts each of `tensors` (named `names`) on `compression`; returns a
+    function that waits for them all and returns their results in order."""
+    finishes = [compression.reduce_async(t, n, op, prescale_factor, postscale_factor, process_set)
+                for t, n in zip(tensors, names)]
+    return lambda: [finish() for finish in finishes]
+
+
 def reduces_itself(compression):
     """True for a ReducingCompressor instance; refuses the class itself
     (its state needs an instance: Compression.twobit(), not .twobit)."""

@@ -81,6 +81,7 @@ Transport create_mpi_transport(const std::vector<int>& world_ranks) {
   transport.controller = mpi_control_plane(context);
   transport.backend = std::make_unique<MpiBackend>(context);
   transport.process_sets = std::make_unique<MpiProcessSetChannel>(context, &mpi_control_plane);
+  transport.sigpipe_free = context->sigpipe_free();
   return with_shared_memory(std::move(transport));
 }
 #endif

@@ -40,6 +40,18 @@ TEST(TensorQueueTest, DuplicateNameInFlightIsRejectedUntilTaken) {
   EXPECT_FALSE(queue.try_take("missing").has_value());
 }
 
+// Another rank's join can release a tensor before this rank's cycle popped
+// it: taken, it must not come out of a later pop.
+TEST(TensorQueueTest, EntryTakenBeforeItWasPoppedIsNotPopped) {
+  TensorQueue queue;
+  queue.push(entry("a"));
+  queue.push(entry("b"));
+  ASSERT_TRUE(queue.try_take("a").has_value());
+  const auto requests = queue.pop_new_requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].name, "b");
+}
+
 TEST(TensorQueueTest, PushAllQueuesEveryEntryOrNone) {
   TensorQueue queue;
   queue.push(entry("g.1"));

@@ -40,6 +40,12 @@ class MpiContext {
   MPI_Comm control_comm() const { return control_comm_; }
   MPI_Comm data_comm() const { return data_comm_; }
   const Topology& topology() const { return topology_; }
+  // On one host, nothing here writes to a socket (negotiation and data go
+  // through shared memory, ours or Open MPI's between ranks of a node), so
+  // nothing can raise SIGPIPE (Transport::sigpipe_free). Across hosts Open
+  // MPI's TCP transport may write to a peer that died, and not all its
+  // writes suppress SIGPIPE.
+  bool sigpipe_free() const { return topology_.local_size == topology_.size; }
 
   // Completes `request`, started on the communicator of `plane`, or throws
   // the RankFailure naming the ranks that stopped answering (mpi_wait.h).

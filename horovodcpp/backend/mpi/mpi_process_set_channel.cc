@@ -111,6 +111,7 @@ Transport MpiProcessSetChannel::create_transport(int /*id*/, const std::vector<i
   Transport transport;
   transport.controller = make_controller_(context);
   transport.backend = std::make_unique<MpiBackend>(context);
+  transport.sigpipe_free = context->sigpipe_free();
   return transport;
 }
 

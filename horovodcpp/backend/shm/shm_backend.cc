@@ -18,6 +18,12 @@
 namespace hvd {
 namespace {
 
+// Up to this many bytes over all ranks' copies, reading every copy costs
+// less than the second wait of the shared reduction (4 B-4 KiB at 2 ranks:
+// 0.53-1.11 us against 0.63-1.33 us; at 64 KiB it costs 10-15% more;
+// bench/backend_bench).
+constexpr std::size_t kReducedEverywhereBytes = 8 << 10;
+
 std::uint64_t chunks_of(std::size_t bytes, std::size_t chunk_bytes) {
   return (bytes + chunk_bytes - 1) / chunk_bytes;
 }
@@ -101,6 +107,23 @@ void ShmBackend::reduce_chunks(const char* what, unsigned char* buffer, std::siz
                                double factor) {
   const std::size_t element = dtype_size(dtype);
   const std::size_t chunk = segment_.geometry().slot_bytes / element;  // elements per chunk
+  if (count > 0 && count <= chunk &&
+      count * element * static_cast<std::size_t>(size_) <= kReducedEverywhereBytes) {
+    // Small: every rank copies its whole tensor in and reduces every slot
+    // itself, in rank order (so every rank computes the same bits): one
+    // wait for the others instead of two.
+    auto fill_whole = [&](std::uint64_t, int stage) {
+      copy_bytes(segment_.slot(stage, rank_), buffer, count * element);
+    };
+    auto reduce_whole = [&](std::uint64_t, int stage) {
+      for (int r = 0; r < size_; ++r) sources_[r] = segment_.slot(stage, r) + keep_begin * element;
+      reduce_many(dtype, op, out, sources_.data(), sources_.size(), keep_end - keep_begin);
+      scale_in_place(dtype, out, keep_end - keep_begin, divisor, factor);
+    };
+    run_pipeline(
+        what, 1, /*reduces=*/false, fill_whole, [](std::uint64_t, int) {}, reduce_whole);
+    return;
+  }
   // Shares start on cache lines: no two ranks write to one line of a slot.
   const std::size_t align = std::max<std::size_t>(1, shm::kCacheLine / element);
   const int size = size_;

@@ -90,7 +90,7 @@ bool Backoff::wait(std::uint32_t seen) {
   }
   const auto spin_for = policy_.spin ? policy_.spin_for : std::chrono::nanoseconds(0);
   if (now - start_ < spin_for) {
-    for (int i = 0; i < 8; ++i) cpu_relax();
+    cpu_relax();  // ~65 cycles on AMD Zen: a peer's progress is seen within ~0.1 us
   } else if (now - start_ < spin_for + kYieldFor) {
     sched_yield();  // a peer waiting for this core runs now
   } else if (now < next_check_) {

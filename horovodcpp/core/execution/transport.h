@@ -17,6 +17,10 @@ struct Transport {
   std::unique_ptr<Backend> backend;
   // Job-wide transports only (null in a process set's transport).
   std::unique_ptr<ProcessSetChannel> process_sets;
+  // No write of this transport on a coordinator's thread can raise SIGPIPE
+  // (every socket it writes passes MSG_NOSIGNAL, or it has none): the
+  // coordinator need not block SIGPIPE around each cycle.
+  bool sigpipe_free = false;
 };
 
 }  // namespace hvd

@@ -1,7 +1,5 @@
 #include "core/negotiation/cache_negotiation.h"
 
-#include <set>
-
 #include "base/check.h"
 
 namespace hvd {
@@ -19,8 +17,12 @@ bool bit(const std::vector<std::uint64_t>& words, std::size_t base, std::size_t 
   return (words[base + slot / 64] >> (slot % 64)) & 1u;
 }
 
-void flip(std::vector<std::uint64_t>& words, std::size_t base, std::size_t slot) {
-  words[base + slot / 64] ^= std::uint64_t{1} << (slot % 64);
+void set_bit(std::vector<std::uint64_t>& words, std::size_t base, std::size_t slot) {
+  words[base + slot / 64] |= std::uint64_t{1} << (slot % 64);
+}
+
+void clear_bit(std::vector<std::uint64_t>& words, std::size_t base, std::size_t slot) {
+  words[base + slot / 64] &= ~(std::uint64_t{1} << (slot % 64));
 }
 
 // Grouped tensors and barriers always take the full round: a group must be
@@ -37,42 +39,43 @@ CacheNegotiation::CacheNegotiation(std::size_t capacity, std::chrono::millisecon
   HVD_CHECK(capacity > 0, InvalidArgument, "CacheNegotiation needs a capacity");
 }
 
-CacheNegotiation::Outcome CacheNegotiation::agree(const std::vector<Request>& new_requests,
-                                                  const CycleFlags& flags,
-                                                  Controller& controller, Clock::time_point now) {
+CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request> new_requests,
+                                                  const CycleFlags& flags, Controller& controller,
+                                                  Clock::time_point now) {
   Outcome outcome;
   served_slots_.clear();
   outcome.to_negotiate = std::move(carried_);
   carried_.clear();
-  std::set<std::size_t> invalid;
-  for (const Request& request : new_requests) {
+  // Reused from cycle to cycle: a cycle allocates no bit vector.
+  std::vector<std::uint64_t>& words = words_;
+  const std::size_t slot_words = (cache_.slot_count() + 63) / 64;
+  const std::size_t hits_base = 1, invalid_base = 1 + slot_words;
+  words.assign(1 + 2 * slot_words, 0);
+  for (std::size_t w = invalid_base; w < words.size(); ++w) words[w] = ~std::uint64_t{0};
+  for (Request& request : new_requests) {
     ResponseCache::Found found = cache_.lookup(request);
     if (!cacheable(request) && found.lookup == ResponseCache::Lookup::kHit) {
       found.lookup = ResponseCache::Lookup::kInvalid;  // never served from the cache
     }
     if (found.lookup == ResponseCache::Lookup::kHit) {
-      pending_hits_.emplace(found.slot, PendingHit{request, now});
+      pending_hits_.emplace(found.slot, PendingHit{std::move(request), now});
       continue;
     }
-    if (found.lookup == ResponseCache::Lookup::kInvalid) invalid.insert(found.slot);
-    outcome.to_negotiate.push_back(request);
+    if (found.lookup == ResponseCache::Lookup::kInvalid) clear_bit(words, invalid_base, found.slot);
+    outcome.to_negotiate.push_back(std::move(request));
   }
   for (const auto& [slot, hit] : pending_hits_) {
-    if (stalled_after_.count() > 0 && now - hit.since > stalled_after_) invalid.insert(slot);
+    set_bit(words, hits_base, slot);
+    if (stalled_after_.count() > 0 && now - hit.since > stalled_after_) {
+      clear_bit(words, invalid_base, slot);
+    }
   }
-
-  const std::size_t slot_words = (cache_.slot_count() + 63) / 64;
-  const std::size_t hits_base = 1, invalid_base = 1 + slot_words;
-  std::vector<std::uint64_t> words(1 + 2 * slot_words, 0);
   std::uint64_t mine = 0;
   if (!outcome.to_negotiate.empty()) mine |= kHasRequests;
   if (flags.shutdown) mine |= kShutdown;
   if (flags.joined) mine |= kJoined;
   if (flags.root_busy) mine |= kRootBusy;
   words[0] = ~mine;
-  for (std::size_t w = invalid_base; w < words.size(); ++w) words[w] = ~std::uint64_t{0};
-  for (const auto& [slot, hit] : pending_hits_) flip(words, hits_base, slot);
-  for (std::size_t slot : invalid) flip(words, invalid_base, slot);
 
   controller.bitwise_and(words);
 

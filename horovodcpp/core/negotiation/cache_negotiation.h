@@ -40,8 +40,8 @@ class CacheNegotiation {
     bool full_round = false;           // true: every rank runs gather/broadcast now
   };
   // Collective over `controller`: every rank calls it once per cycle.
-  Outcome agree(const std::vector<Request>& new_requests, const CycleFlags& flags,
-                Controller& controller, Clock::time_point now = Clock::now());
+  Outcome agree(std::vector<Request> new_requests, const CycleFlags& flags, Controller& controller,
+                Clock::time_point now = Clock::now());
   // After the cycle ran: marks the slots served from the cache used, caches
   // the full round's successful responses (with this rank's request for
   // each) and sends hits whose slot was evicted to the next cycle's
@@ -63,6 +63,7 @@ class CacheNegotiation {
   std::vector<std::size_t> served_slots_;            // this cycle's Outcome::ready
   std::vector<Request> carried_;                     // to negotiate next cycle
   std::unordered_map<std::string, Request> sent_;    // negotiated, awaiting their response
+  std::vector<std::uint64_t> words_;                 // the cycle's bit vector, reused
 };
 
 }  // namespace hvd

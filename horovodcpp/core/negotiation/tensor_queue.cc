@@ -1,15 +1,31 @@
 #include "core/negotiation/tensor_queue.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "base/check.h"
 
 namespace hvd {
 
+namespace {
+
+[[noreturn]] void refuse_name_in_flight(const std::string& name) {
+  HVD_THROW(InvalidArgument, "a tensor named '" << name
+                                                << "' is already in flight on this rank; wait for "
+                                                   "it before submitting that name again");
+}
+
+}  // namespace
+
 void TensorQueue::push(TensorEntry entry) {
-  std::vector<TensorEntry> one;
-  one.push_back(std::move(entry));
-  push_all(std::move(one));
+  // One entry (the common case of a small collective): no batch to check.
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (closed_reason_) std::rethrow_exception(closed_reason_);
+  const std::size_t bytes = entry.input.size_bytes();
+  auto [it, inserted] = entries_.emplace(entry.request.name, std::move(entry));
+  if (!inserted) refuse_name_in_flight(it->first);
+  new_entries_.push_back(&it->second);
+  published(lock, bytes);
 }
 
 void TensorQueue::push_all(std::vector<TensorEntry> entries) {
@@ -18,18 +34,18 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
   std::unordered_set<std::string> names;
   for (const TensorEntry& entry : entries) {
     const std::string& name = entry.request.name;
-    HVD_CHECK(entries_.count(name) == 0 && names.insert(name).second, InvalidArgument,
-              "a tensor named '" << name << "' is already in flight on this rank; wait for it "
-                                    "before submitting that name again");
+    if (entries_.count(name) != 0 || !names.insert(name).second) refuse_name_in_flight(name);
   }
   std::size_t bytes = 0;
   for (TensorEntry& entry : entries) {
-    const std::string name = entry.request.name;
     bytes += entry.input.size_bytes();
-    entries_.emplace(name, std::move(entry));
-    new_names_.push_back(name);
+    new_entries_.push_back(&entries_.emplace(entry.request.name, std::move(entry)).first->second);
   }
-  new_count_ = new_names_.size();
+  published(lock, bytes);
+}
+
+void TensorQueue::published(std::unique_lock<std::mutex>& lock, std::size_t bytes) {
+  new_count_ = new_entries_.size();
   new_bytes_ += bytes;
   entry_count_ = entries_.size();
   lock.unlock();
@@ -57,13 +73,12 @@ std::vector<Request> TensorQueue::pop_new_requests(
     std::vector<std::chrono::steady_clock::time_point>* submitted) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Request> requests;
-  requests.reserve(new_names_.size());
-  for (const std::string& name : new_names_) {
-    const TensorEntry& entry = entries_.at(name);
-    requests.push_back(entry.request);
-    if (submitted) submitted->push_back(entry.submitted);
+  requests.reserve(new_entries_.size());
+  for (const TensorEntry* entry : new_entries_) {
+    requests.push_back(entry->request);
+    if (submitted) submitted->push_back(entry->submitted);
   }
-  new_names_.clear();
+  new_entries_.clear();
   new_count_ = 0;
   new_bytes_ = 0;
   return requests;
@@ -73,6 +88,11 @@ std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return std::nullopt;
+  // Normally popped long since; not when another rank's join released it
+  // before this rank's cycle saw it.
+  new_entries_.erase(std::remove(new_entries_.begin(), new_entries_.end(), &it->second),
+                     new_entries_.end());
+  new_count_ = new_entries_.size();
   TensorEntry entry = std::move(it->second);
   entries_.erase(it);
   entry_count_ = entries_.size();
@@ -85,8 +105,8 @@ std::vector<TensorEntry> TensorQueue::close(std::exception_ptr reason) {
   std::vector<TensorEntry> left;
   left.reserve(entries_.size());
   for (auto& [name, entry] : entries_) left.push_back(std::move(entry));
+  new_entries_.clear();
   entries_.clear();
-  new_names_.clear();
   new_count_ = 0;
   new_bytes_ = 0;
   entry_count_ = 0;

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -14,9 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/negotiation/work_state.h"
 #include "core/negotiation/coordinator_wakeup.h"
 #include "core/negotiation/message.h"
+#include "core/negotiation/work_state.h"
 #include "horovodcpp/tensor.h"
 
 namespace hvd {
@@ -73,14 +72,20 @@ class TensorQueue {
   std::vector<TensorEntry> close(std::exception_ptr reason);
 
  private:
+  // After new entries and their names went in (under `lock`): counts them,
+  // unlocks, and wakes the coordinator if a cycle is needed now.
+  void published(std::unique_lock<std::mutex>& lock, std::size_t bytes);
+
   mutable std::mutex mutex_;
   std::shared_ptr<CoordinatorWakeup> wakeup_ = std::make_shared<CoordinatorWakeup>();
   std::atomic<std::size_t> urgent_bytes_{0};
-  std::atomic<std::size_t> new_count_{0};    // new_names_.size(), readable without the lock
+  std::atomic<std::size_t> new_count_{0};    // new_entries_.size(), readable without the lock
   std::atomic<std::size_t> new_bytes_{0};    // their input bytes
   std::atomic<std::size_t> entry_count_{0};  // entries_.size(), readable without the lock
-  std::deque<std::string> new_names_;
   std::unordered_map<std::string, TensorEntry> entries_;
+  // Submitted since the last pop, in order: entries_'s own elements (a map
+  // node stays put until erased, and an entry is taken only once popped).
+  std::vector<const TensorEntry*> new_entries_;
   std::exception_ptr closed_reason_;
 };
 

@@ -11,10 +11,6 @@
 #include "core/execution/reduction.h"
 
 namespace hvd {
-namespace {
-
-
-}  // namespace
 
 CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topology,
                                        Timeline* timeline, DeviceOperations* device,
@@ -25,8 +21,32 @@ CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topolog
       device_(device, cpu_, topology),
       fusion_threshold_(fusion_threshold) {}
 
+std::optional<TensorEntry> CollectiveExecutor::take(const Response& response, TensorQueue& queue) {
+  std::optional<TensorEntry> entry = queue.try_take(response.name);
+  if (entry) return entry;
+  // A rank that joined has no entry: it adds zeros to allreduces and has
+  // nothing to do for barriers and errors.
+  HVD_CHECK(has_joined(response, topology_.rank), Error,
+            "no tensor named '" << response.name << "' is in flight");
+  if (response.op_type != OpType::kAllreduce || response.error_kind != ErrorKind::kNone) {
+    return std::nullopt;
+  }
+  const Request& agreed = response.joined_template;
+  return joined_zeros_.make(agreed,
+                            agreed.device.type == DeviceType::kCUDA && device_.zeroes_on_device());
+}
+
 std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& responses,
                                             TensorQueue& queue) {
+  if (responses.size() == 1) {
+    // Nothing to fuse: no plan (a lone small collective's whole cost
+    // matters).
+    std::optional<TensorEntry> entry = take(responses.front(), queue);
+    const std::size_t bytes = entry ? entry->input.size_bytes() : 0;
+    if (entry) execute(responses.front(), std::move(*entry));
+    joined_zeros_.release();
+    return bytes;
+  }
   std::size_t bytes = 0;
   std::vector<const Response*> runs;
   std::vector<TensorEntry> entries;
@@ -35,19 +55,8 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& respons
   entries.reserve(responses.size());
   candidates.reserve(responses.size());
   for (const Response& response : responses) {
-    std::optional<TensorEntry> entry = queue.try_take(response.name);
-    if (!entry) {
-      // A rank that joined has no entry: it adds zeros to allreduces and
-      // has nothing to do for barriers and errors.
-      HVD_CHECK(has_joined(response, topology_.rank), Error,
-                "no tensor named '" << response.name << "' is in flight");
-      if (response.op_type != OpType::kAllreduce || response.error_kind != ErrorKind::kNone) {
-        continue;
-      }
-      const Request& agreed = response.joined_template;
-      entry = joined_zeros_.make(
-          agreed, agreed.device.type == DeviceType::kCUDA && device_.zeroes_on_device());
-    }
+    std::optional<TensorEntry> entry = take(response, queue);
+    if (!entry) continue;
     runs.push_back(&response);
     bytes += entry->input.size_bytes();
     entries.push_back(std::move(*entry));

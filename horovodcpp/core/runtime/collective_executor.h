@@ -5,6 +5,7 @@
 // or, for CUDA tensors, to the device (DeviceRouter).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/device/device_operations.h"
@@ -42,6 +43,9 @@ class CollectiveExecutor {
   void set_fusion_threshold(std::size_t bytes) { fusion_threshold_ = bytes; }
 
  private:
+  // The response's entry from `queue` (zeros for a rank that joined);
+  // nullopt when this rank has nothing to run for it.
+  std::optional<TensorEntry> take(const Response& response, TensorQueue& queue);
   // One response's collective on its one entry.
   void execute(const Response& response, TensorEntry entry);
   // A fused allreduce group (two or more), completed or failed together.

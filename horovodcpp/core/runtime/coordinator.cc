@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "base/check.h"
@@ -25,7 +26,8 @@ std::chrono::milliseconds hit_stall_time(const StallInspector& inspector) {
 
 // The transports write to sockets from the thread that runs a cycle: a
 // write to a peer that died must fail (and name the peer), not kill the
-// process with SIGPIPE before it can say anything. Only this thread's mask
+// process with SIGPIPE before it can say anything (only where the
+// transport is not Transport::sigpipe_free). Only this thread's mask
 // changes, for the object's lifetime; a SIGPIPE raised meanwhile is
 // consumed, not delivered when the mask is restored.
 class SigpipeBlocked {
@@ -102,7 +104,8 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
       stall_inspector_(settings.stall),
       cycle_time_(settings.cycle_time),
       idle_spin_(settings.idle_spin.value_or(default_idle_spin(controller.topology()))),
-      thread_cpu_(settings.thread_cpu) {
+      thread_cpu_(settings.thread_cpu),
+      sigpipe_free_(settings.sigpipe_free) {
   queue_.wakeup()->set_wait_spin(idle_spin_);
   queue_.set_urgent_bytes(settings.fusion_threshold);
   if (settings.cache_capacity > 0) {
@@ -133,7 +136,8 @@ void Coordinator::stop() {
 }
 
 void Coordinator::loop() {
-  const SigpipeBlocked blocked;
+  std::optional<SigpipeBlocked> blocked;
+  if (!sigpipe_free_) blocked.emplace();
   while (true) {
     NextCycle next;
     {
@@ -148,7 +152,8 @@ void Coordinator::loop() {
 bool Coordinator::help(const std::function<bool()>& done) {
   std::unique_lock<std::mutex> lock(cycle_mutex_, std::try_to_lock);
   if (!lock.owns_lock() || ended_) return false;
-  const SigpipeBlocked blocked;
+  std::optional<SigpipeBlocked> blocked;  // three system calls: only where needed
+  if (!sigpipe_free_) blocked.emplace();
   while (!done()) {
     if (!cycle()) return true;  // every pending operation has failed
     if (done()) break;
@@ -229,6 +234,7 @@ std::chrono::microseconds Coordinator::in_flight_backoff() {
 bool Coordinator::run_cycle() {
   cycle_start_ = std::chrono::steady_clock::now();
   std::vector<Request> new_requests = pop_new_requests();
+  const bool submitted = !new_requests.empty();
   for (const Request& request : new_requests) {
     if (request.op_type == OpType::kJoin) join_pending_ = true;
   }
@@ -242,7 +248,7 @@ bool Coordinator::run_cycle() {
     flags.joined = join_pending_;
     flags.root_busy =
         controller_.topology().rank == 0 && (table_.pending() > 0 || tuned_to_send_.has_value());
-    CacheNegotiation::Outcome outcome = cache_->agree(new_requests, flags, controller_);
+    CacheNegotiation::Outcome outcome = cache_->agree(std::move(new_requests), flags, controller_);
     responses = std::move(outcome.ready);
     mine.requests = std::move(outcome.to_negotiate);
     full_round = outcome.full_round;
@@ -257,7 +263,7 @@ bool Coordinator::run_cycle() {
     responses.insert(responses.end(), agreed.responses.begin(), agreed.responses.end());
   }
 
-  idle_cycle_ = new_requests.empty() && responses.empty();
+  idle_cycle_ = !submitted && responses.empty();
   const std::size_t bytes = executor_.execute_all(responses, queue_);
   if (autotuner_) autotune(bytes);
   if (cache_) cache_->update(agreed.responses);

@@ -41,6 +41,10 @@ struct CoordinatorSettings {
   // THREAD_AFFINITY: the CPU this rank's coordinator threads run on (set
   // by the Runtime, which knows the local rank); nullopt: not pinned.
   std::optional<int> thread_cpu;
+  // The transport's writes on a cycle's thread cannot raise SIGPIPE (set by
+  // the ProcessSetRuntime from Transport::sigpipe_free): that thread's
+  // signal mask is then left alone.
+  bool sigpipe_free = false;
 
   // InvalidArgument on a malformed or out-of-range value.
   static CoordinatorSettings read();
@@ -109,6 +113,7 @@ class Coordinator {
   std::chrono::microseconds cycle_time_;
   std::chrono::microseconds idle_spin_;
   std::optional<int> thread_cpu_;
+  bool sigpipe_free_;
   std::chrono::steady_clock::time_point cycle_start_;  // of the last cycle
   // The last cycle brought nothing new from this rank and ran nothing.
   bool idle_cycle_ = false;

@@ -82,9 +82,11 @@ ProcessSetRuntime::ProcessSetRuntime(ProcessSet set, Transport transport,
       transport_(std::move(transport)),
       device_(backends.create_device_operations(*transport_.controller, transport_.backend->name(),
                                                 channel, timeline)) {
-  coordinator_ =
-      std::make_unique<Coordinator>(*transport_.controller, *transport_.backend, queue_, settings,
-                                    timeline, set_.id() == 0, device_.get(), hvdrun);
+  CoordinatorSettings coordinator_settings = settings;
+  coordinator_settings.sigpipe_free = transport_.sigpipe_free;
+  coordinator_ = std::make_unique<Coordinator>(*transport_.controller, *transport_.backend, queue_,
+                                               coordinator_settings, timeline, set_.id() == 0,
+                                               device_.get(), hvdrun);
   coordinator_->start();
 }
 

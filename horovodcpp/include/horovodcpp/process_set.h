@@ -42,7 +42,7 @@ class HVD_EXPORT ProcessSet {
   bool included() const { return rank_ >= 0; }
 
   friend bool operator==(const ProcessSet& a, const ProcessSet& b) {
-    return a.id_ == b.id_ && a.ranks() == b.ranks();
+    return a.id_ == b.id_ && (a.ranks_ == b.ranks_ || a.ranks() == b.ranks());
   }
   friend bool operator!=(const ProcessSet& a, const ProcessSet& b) { return !(a == b); }
 

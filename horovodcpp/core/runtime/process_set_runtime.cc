@@ -83,6 +83,8 @@ ProcessSetRuntime::ProcessSetRuntime(ProcessSet set, Transport transport,
       device_(backends.create_device_operations(*transport_.controller, transport_.backend->name(),
                                                 channel, timeline)) {
   CoordinatorSettings coordinator_settings = settings;
+  // The device operations need no guard of their own: NCCL's sockets pass
+  // MSG_NOSIGNAL, and staging runs on the transport's backend.
   coordinator_settings.sigpipe_free = transport_.sigpipe_free;
   coordinator_ = std::make_unique<Coordinator>(*transport_.controller, *transport_.backend, queue_,
                                                coordinator_settings, timeline, set_.id() == 0,

@@ -72,8 +72,8 @@ class TensorQueue {
   std::vector<TensorEntry> close(std::exception_ptr reason);
 
  private:
-  // After new entries and their names went in (under `lock`): counts them,
-  // unlocks, and wakes the coordinator if a cycle is needed now.
+  // After new entries went in (under `lock`): counts them, unlocks, and
+  // wakes the coordinator if a cycle is needed now.
   void published(std::unique_lock<std::mutex>& lock, std::size_t bytes);
 
   mutable std::mutex mutex_;
@@ -84,7 +84,7 @@ class TensorQueue {
   std::atomic<std::size_t> entry_count_{0};  // entries_.size(), readable without the lock
   std::unordered_map<std::string, TensorEntry> entries_;
   // Submitted since the last pop, in order: entries_'s own elements (a map
-  // node stays put until erased, and an entry is taken only once popped).
+  // node stays put until erased; try_take drops one taken before its pop).
   std::vector<const TensorEntry*> new_entries_;
   std::exception_ptr closed_reason_;
 };

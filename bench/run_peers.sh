@@ -109,8 +109,6 @@ if ! "$python" -c 'import torch, torch.distributed' 2>/dev/null; then
   [ "$have_torch" = 1 ] || say "no torch for $python (apt-get install python3-torch as root): torch column n/a"
 fi
 
-mpirun_root=()
-[ "$(id -u)" = 0 ] && mpirun_root=(--allow-run-as-root)
 common=(--sizes "$sizes" --warmup "$warmup" --iters "$iters")
 logs=$(mktemp -d /tmp/run_peers.XXXXXX)
 
@@ -155,10 +153,9 @@ for n in $nps; do
     "${common[@]}"
   run hvd_gloo "$n" env HOROVODCPP_SHM=0 "$hvdrun" -np "$n" --gloo "$bench" --mpi-baseline off \
     "${common[@]}"
-  # The transport flags hvdrun --mpi gives mpirun (hvdrun --verbose shows
-  # them), so both MPI columns use the same Open MPI path.
-  run mpi "$n" mpirun "${mpirun_root[@]}" --oversubscribe -np "$n" --bind-to none --map-by slot \
-    -mca pml ob1 -mca btl '^openib' "$bench" --mpi-baseline only "${common[@]}"
+  # Launched by hvdrun --mpi too, so both MPI columns take the same Open
+  # MPI path (hvdrun's transport flags; --verbose shows them).
+  run mpi "$n" "$hvdrun" -np "$n" --mpi "$bench" --mpi-baseline only "${common[@]}"
   store=$(mktemp -d "$logs/gloo_store.XXXXXX")
   run gloo "$n" "$gloo_bench" --store "$store" "${common[@]}"
   if [ "$have_torch" = 1 ]; then

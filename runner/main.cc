@@ -155,6 +155,10 @@ int run_mpi(Options options, const JobHosts& job, int num_proc,
   for (const auto& [name, value] : env) {
     if (name.rfind("OMPI_MCA_", 0) == 0) launch.user_mca.insert(name.substr(9));
   }
+  if (launch.flavor == MpiFlavor::kOpenMpi && !launch.user_mca.count("btl")) {
+    launch.site_btl =
+        open_mpi_btl_setting(capture("ompi_info --parsable --level 9 --param btl all"));
+  }
   std::vector<std::string> remote_hosts;
   for (const Host& h : hosts) {
     if (!is_local_host(h.name)) remote_hosts.push_back(h.name);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <sstream>
+
+#include "base/text.h"
 
 namespace hvdrun {
 namespace {
@@ -97,10 +100,9 @@ std::vector<std::string> open_mpi_command(const Options& options, const MpiLaunc
            std::find(options.mpi_args.begin(), options.mpi_args.end(), name) !=
                options.mpi_args.end();
   };
-  for (const auto& [name, value] :
-       {std::pair<const char*, const char*>{"pml", "ob1"}, {"btl", "^openib"}}) {
-    if (!user_sets(name)) argv.insert(argv.end(), {"-mca", name, value});
-  }
+  if (!user_sets("pml")) argv.insert(argv.end(), {"-mca", "pml", "ob1"});
+  const std::optional<std::string> btl = btl_without_openib(launch.site_btl);
+  if (btl && !user_sets("btl")) argv.insert(argv.end(), {"-mca", "btl", *btl});
   // horovodcpp's MPI collectives are non-blocking (bounded waits), and Open
   // MPI's non-blocking allreduce takes a binomial tree for up to 4 ranks at
   // every size: half the bandwidth of MPI_Allreduce at 1-64 MiB on 2 ranks.
@@ -230,6 +232,39 @@ std::optional<int> default_num_proc(const std::map<std::string, std::string>& en
   int total = 0;
   for (const Host& h : allocation_hosts) total += h.slots;
   return total;
+}
+
+std::string open_mpi_btl_setting(const std::string& ompi_info_text) {
+  const std::string key = "mca:btl:base:param:btl:value:";
+  std::istringstream lines(ompi_info_text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(key, 0) == 0) return hvd::trim(line.substr(key.size()));
+  }
+  return "";
+}
+
+std::optional<std::string> btl_without_openib(const std::string& site_btl) {
+  if (site_btl.empty()) return std::string("^openib");
+  const bool excluding = site_btl.front() == '^';
+  std::istringstream items(excluding ? site_btl.substr(1) : site_btl);
+  std::string kept;
+  bool lists_openib = false;
+  for (std::string item; std::getline(items, item, ',');) {
+    item = hvd::trim(item);
+    if (item.empty()) continue;
+    if (item == "openib") {
+      lists_openib = true;
+      if (!excluding) continue;
+    }
+    kept += (kept.empty() ? "" : ",") + item;
+  }
+  if (excluding) {
+    if (lists_openib) return std::nullopt;
+    return "^" + (kept.empty() ? "" : kept + ",") + "openib";
+  }
+  // An include list: without openib, unless the site names nothing else.
+  if (!lists_openib || kept.empty()) return std::nullopt;
+  return kept;
 }
 
 std::string host_list_text(const std::vector<Host>& hosts) {

@@ -35,6 +35,9 @@ struct MpiLaunch {
   // Open MPI parameters the user set in hvdrun's environment
   // (OMPI_MCA_<name>): hvdrun's own choice of them steps aside.
   std::set<std::string> user_mca;
+  // Open MPI's btl parameter as this machine's configuration sets it
+  // (open_mpi_btl_setting of ompi_info's report; "" when unset).
+  std::string site_btl;
   // The hosts are a Slurm allocation's: mpirun starts its daemons there
   // with srun (never ssh), so the ranks run inside the job.
   bool slurm = false;
@@ -42,7 +45,7 @@ struct MpiLaunch {
 
 // Open MPI:
 //   mpirun [--allow-run-as-root] --tag-output -np N -H h1:4,h2:4
-//     --bind-to none --map-by slot [--oversubscribe] -mca pml ob1 -mca btl ^openib
+//     --bind-to none --map-by slot [--oversubscribe] -mca pml ob1 [-mca btl B]
 //     [-mca coll_libnbc_iallreduce_algorithm 3]
 //     [-mca btl_tcp_if_include IF1,IF2 -x NCCL_SOCKET_IFNAME=IF1,IF2]
 //     [-mca plm_rsh_args "-p PORT -i KEY"] [-mca plm_rsh_agent AGENT]
@@ -54,10 +57,26 @@ struct MpiLaunch {
 //     [-outfile-pattern DIR/rank.%r.stdout
 //     -errfile-pattern DIR/rank.%r.stderr] [-genvlist VAR,...]
 //     [-genv SETTING VALUE]... [MPI_ARGS...] command...
+// B: the site's btl setting without the openib BTL (btl_without_openib).
 // --binding-args replaces "--bind-to none --map-by slot" (MPICH: "-bind-to
 // none"); --mpi-args are the MPI_ARGS.
 // Throws UsageError for what the flavor cannot express.
 std::vector<std::string> mpi_command(const Options& options, const MpiLaunch& launch);
+
+// The value of Open MPI's btl parameter in `ompi_info --parsable --level 9
+// --param btl all` output ("mca:btl:base:param:btl:value:^uct,openib,ofi");
+// "" when the text has none.
+std::string open_mpi_btl_setting(const std::string& ompi_info_text);
+
+// The btl selection hvdrun passes, or nullopt for none: Horovod keeps Open
+// MPI off the openib BTL (`-mca btl ^openib`; registered memory breaks the
+// fork() of data-loader workers), but a command-line value replaces the
+// site's own: Debian's and Ubuntu's exclude uct, openib and ofi, and with
+// ofi back every MPI call polls libfabric (small messages 2.5x slower).
+// So openib is taken out of the site's setting instead: "" -> "^openib",
+// "^uct,ofi" -> "^uct,ofi,openib", "self,vader,openib" -> "self,vader";
+// nullopt where it already leaves openib out.
+std::optional<std::string> btl_without_openib(const std::string& site_btl);
 
 // -np when the user gave none: SLURM_NTASKS, else the total slots of the
 // allocation's hosts (from hosts_from_environment); nullopt outside one.

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -122,6 +122,41 @@ TEST(OpenMpi, InterfaceOutputSshAndForwardedEnvironment) {
                   "btl_tcp_if_include", "eth1", "-mca", "plm_rsh_args", "-p 2222 -i /k/id", "--output-filename", "/tmp/logs", "-x", "NCCL_DEBUG", "-x",
                   "PATH", "-x", "HOROVODCPP_CYCLE_TIME=5", "-x", "HOROVODCPP_LOG_LEVEL=debug", "-x",
                   "NCCL_SOCKET_IFNAME=eth1", "./t", "x"}));
+}
+
+// Horovod's -mca btl ^openib would replace the site's btl setting (Debian's
+// excludes uct, openib and ofi; with ofi back every MPI call polls
+// libfabric): openib is taken out of the site's setting instead.
+TEST(OpenMpi, OpenibIsTakenOutOfTheSitesBtlSetting) {
+  const std::string ompi_info =
+      "mca:btl:base:param:btl_base_include:value:\n"
+      "mca:btl:base:param:btl:value:^uct,openib,ofi\n"
+      "mca:btl:base:param:btl:source:file (/etc/openmpi/openmpi-mca-params.conf:68)\n";
+  EXPECT_EQ(open_mpi_btl_setting(ompi_info), "^uct,openib,ofi");
+  EXPECT_EQ(open_mpi_btl_setting("mca:btl:base:param:btl:value:\n"), "");
+  EXPECT_EQ(open_mpi_btl_setting("ompi_info: command not found\n"), "");
+
+  EXPECT_EQ(btl_without_openib(""), "^openib");
+  EXPECT_EQ(btl_without_openib("^uct,openib,ofi"), std::nullopt);
+  EXPECT_EQ(btl_without_openib("^uct, ofi"), "^uct,ofi,openib");
+  EXPECT_EQ(btl_without_openib("^"), "^openib");
+  EXPECT_EQ(btl_without_openib("self,vader,openib,tcp"), "self,vader,tcp");
+  EXPECT_EQ(btl_without_openib("self,vader,tcp"), std::nullopt);
+  EXPECT_EQ(btl_without_openib("openib"), std::nullopt);
+
+  const auto btl_value = [](const Argv& argv) -> std::optional<std::string> {
+    const auto at = std::find(argv.begin(), argv.end(), "btl");
+    if (at == argv.end()) return std::nullopt;
+    return *(at + 1);
+  };
+  MpiLaunch launch = open_mpi({{"h1", 2}}, 2);
+  const Options o = command_options({"-np", "2", "./t"});
+  launch.site_btl = "^uct,openib,ofi";
+  EXPECT_EQ(btl_value(mpi_command(o, launch)), std::nullopt);
+  launch.site_btl = "^uct,ofi";
+  EXPECT_EQ(btl_value(mpi_command(o, launch)), "^uct,ofi,openib");
+  launch.user_mca = {"btl"};
+  EXPECT_EQ(btl_value(mpi_command(o, launch)), std::nullopt);
 }
 
 // The non-blocking allreduce algorithm is hvdrun's choice only while the

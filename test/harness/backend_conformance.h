@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <ostream>
 #include <string>
@@ -20,9 +21,9 @@
 
 #include "core/execution/backend.h"
 #include "core/negotiation/controller.h"
-#include "registry/transports.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
+#include "registry/transports.h"
 
 namespace hvd {
 
@@ -220,6 +221,40 @@ inline void check_gather_all_empty(Controller& controller) {
   } else {
     EXPECT_TRUE(gathered.empty());
   }
+}
+
+// Rank r clears bit (i + r) % 64 of word i (and, in every other word, bit 63).
+inline std::vector<std::uint64_t> bits_of(int rank, std::size_t words) {
+  std::vector<std::uint64_t> bits(words, ~std::uint64_t{0});
+  for (std::size_t i = 0; i < words; ++i) {
+    bits[i] &= ~(std::uint64_t{1} << ((i + static_cast<std::size_t>(rank)) % 64));
+    if (i % 2 == 1) bits[i] &= ~(std::uint64_t{1} << 63);
+  }
+  return bits;
+}
+
+inline void check_bitwise_and_every_length(Controller& controller) {
+  const Topology& topology = controller.topology();
+  for (std::size_t words : {0, 1, 17, 2046, 2047, 2048, 5000, 100000}) {
+    std::vector<std::uint64_t> mine = bits_of(topology.rank, words);
+    std::vector<std::uint64_t> expected(words, ~std::uint64_t{0});
+    for (int r = 0; r < topology.size; ++r) {
+      const std::vector<std::uint64_t> theirs = bits_of(r, words);
+      for (std::size_t i = 0; i < words; ++i) expected[i] &= theirs[i];
+    }
+    controller.bitwise_and(mine);
+    EXPECT_TRUE(mine == expected) << words << " words";
+  }
+}
+
+// Every rank throws, and the plane stays usable: the ranks stayed in step.
+// Rank 1's vector is longer (at 2 ranks or more).
+inline void check_bitwise_and_rejects_different_lengths(Controller& controller) {
+  std::vector<std::uint64_t> bits(controller.topology().rank == 1 ? 4 : 3, 1);
+  EXPECT_THROW(controller.bitwise_and(bits), InvalidArgument);
+  std::vector<std::uint64_t> same(3, 3);
+  controller.bitwise_and(same);
+  EXPECT_EQ(same, std::vector<std::uint64_t>(3, 3));
 }
 
 inline void check_broadcast_from_root(Controller& controller) {

@@ -80,6 +80,27 @@ TEST(MpiControllerTest, BroadcastFromRoot) {
   check_broadcast_from_root(controller);
 }
 
+TEST(MpiControllerTest, BitwiseAndEveryLength) {
+  MpiController controller(g_context);
+  check_bitwise_and_every_length(controller);
+}
+
+// Also where only some ranks' lengths differ from their first partner's,
+// or only a rank beyond the largest power of two holds the odd one.
+TEST(MpiControllerTest, BitVectorsOfDifferentLengthsRejectedEverywhere) {
+  const int rank = topology().rank, size = topology().size;
+  if (size < 2) GTEST_SKIP() << "needs two ranks";
+  MpiController controller(g_context);
+  check_bitwise_and_rejects_different_lengths(controller);
+  for (int odd = 0; odd < size; ++odd) {
+    std::vector<std::uint64_t> bits(rank == odd ? 2 : 5, ~std::uint64_t{0});
+    EXPECT_THROW(controller.bitwise_and(bits), InvalidArgument) << "rank " << odd << "'s shorter";
+  }
+  std::vector<std::uint64_t> same(3, 6);
+  controller.bitwise_and(same);
+  EXPECT_EQ(same, std::vector<std::uint64_t>(3, 6));
+}
+
 // ---- Backend: allreduce
 
 using AllreduceParam = std::tuple<DataType, ReduceOp, std::size_t>;

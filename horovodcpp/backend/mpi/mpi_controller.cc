@@ -14,7 +14,8 @@ constexpr int kRoot = 0;
 
 }  // namespace
 
-MpiController::MpiController(std::shared_ptr<MpiContext> context) : context_(std::move(context)) {
+MpiController::MpiController(std::shared_ptr<MpiContext> context)
+    : context_(std::move(context)), and_(context_) {
   HVD_CHECK(context_ != nullptr, InvalidArgument, "MpiController needs an MpiContext");
 }
 
@@ -78,15 +79,6 @@ std::string MpiController::broadcast_from_root(const std::string& message) {
     return MPI_Ibcast(result.data(), static_cast<int>(size), MPI_BYTE, kRoot, comm, r);
   });
   return result;
-}
-
-void MpiController::bitwise_and(std::vector<std::uint64_t>& words) {
-  HVD_CHECK(words.size() <= static_cast<std::size_t>(INT_MAX), BackendError,
-            "bit vector of " << words.size() << " words exceeds MPI's count limit");
-  context_->run(MpiPlane::kControl, "MPI_Iallreduce", [&](MPI_Request* r) {
-    return MPI_Iallreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()),
-                          MPI_UINT64_T, MPI_BAND, context_->control_comm(), r);
-  });
 }
 
 }  // namespace hvd

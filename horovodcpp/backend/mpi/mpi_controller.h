@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/mpi/mpi_bitwise_and.h"
 #include "backend/mpi/mpi_context.h"
 #include "core/negotiation/controller.h"
 
@@ -17,7 +18,8 @@ class MpiController : public Controller {
   const Topology& topology() const override { return context_->topology(); }
   std::vector<std::string> gather_to_root(const std::string& message) override;
   std::string broadcast_from_root(const std::string& message) override;
-  void bitwise_and(std::vector<std::uint64_t>& words) override;
+  // Recursive doubling over point-to-point messages (mpi_bitwise_and.h).
+  void bitwise_and(std::vector<std::uint64_t>& words) override { and_.run(words); }
   [[noreturn]] void give_up(const std::string& what, const std::string& cause,
                             const std::vector<int>& blamed, bool listen) override {
     context_->give_up(what, cause, blamed, listen);
@@ -25,6 +27,7 @@ class MpiController : public Controller {
 
  private:
   std::shared_ptr<MpiContext> context_;
+  MpiBitwiseAnd and_;
 };
 
 }  // namespace hvd

@@ -104,14 +104,14 @@ std::unique_ptr<Controller> gloo_control_plane(const std::shared_ptr<GlooContext
 }
 
 Transport create_gloo_transport(const std::vector<int>& world_ranks) {
-  std::shared_ptr<GlooContext> context = GlooContext::create();
-  HVD_CHECK(world_ranks.empty() || is_every_rank_in_order(world_ranks, context->topology().size),
-            InvalidArgument,
-            "Gloo mode runs on every rank hvdrun launched (0.."
-                << context->topology().size - 1 << "), not on " << rank_list_str(world_ranks)
-                << ": a job on part of the ranks (Horovod's init(comm=[...]), a list of "
-                   "MPI_COMM_WORLD ranks) needs MPI mode (hvdrun --mpi); process sets run "
-                   "collectives on part of the ranks in either mode");
+  std::shared_ptr<GlooContext> context = GlooContext::create([&](const Topology& job) {
+    HVD_CHECK(world_ranks.empty() || is_every_rank_in_order(world_ranks, job.size), InvalidArgument,
+              "Gloo mode runs on every rank hvdrun launched (0.."
+                  << job.size - 1 << "), not on " << rank_list_str(world_ranks)
+                  << ": a job on part of the ranks (Horovod's init(comm=[...]), a list of "
+                     "MPI_COMM_WORLD ranks) needs MPI mode (hvdrun --mpi); process sets run "
+                     "collectives on part of the ranks in either mode");
+  });
   Transport transport;
   transport.controller = gloo_control_plane(context);
   transport.backend = std::make_unique<GlooBackend>(context);

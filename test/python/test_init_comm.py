@@ -91,6 +91,18 @@ def test_gloo_mode_runs_on_every_rank_only(restart):
     assert not hvd.is_initialized()
 
 
+@pytest.mark.skipif(MPI_MODE, reason="Gloo mode's refusal")
+def test_gloo_mode_refuses_before_connecting(restart):
+    """A rank alone gets the refusal at once: it connects to nobody (after a
+    rendezvous, a peer that refused first could close its connections while
+    another still completed its own, which then failed with a lost peer)."""
+    me, n = launched()
+    if n > 1 and me == 0:
+        with pytest.raises(hvd.InvalidArgumentError, match="needs MPI mode"):
+            hvd.init(comm=list(range(n))[::-1])
+    assert not hvd.is_initialized()
+
+
 @pytest.fixture
 def MPI():
     mpi = pytest.importorskip("mpi4py.MPI")

@@ -215,9 +215,16 @@ GlooOptions GlooContext::options_from_environment() {
   return options;
 }
 
-std::shared_ptr<GlooContext> GlooContext::create() {
-  if (ElasticWorker* worker = ElasticWorker::get()) return create_elastic(*worker);
-  return create(options_from_environment());
+std::shared_ptr<GlooContext> GlooContext::create(
+    const std::function<void(const Topology&)>& check_job) {
+  if (ElasticWorker* worker = ElasticWorker::get()) {
+    std::shared_ptr<GlooContext> context = create_elastic(*worker);
+    if (check_job) check_job(context->topology());
+    return context;
+  }
+  const GlooOptions options = options_from_environment();
+  if (check_job) check_job(options.topology);
+  return create(options);
 }
 
 std::shared_ptr<GlooContext> GlooContext::create(const GlooOptions& options) {

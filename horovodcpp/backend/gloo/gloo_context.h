@@ -22,6 +22,7 @@
 #include <gloo/transport/tcp/attr.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,8 +50,13 @@ class ElasticWorker;
 class GlooContext {
  public:
   // Reads the options from the environment (see above) and connects; in an
-  // elastic job, create_elastic().
-  static std::shared_ptr<GlooContext> create();
+  // elastic job, create_elastic(). `check_job` (if set) sees the job's
+  // topology first, and what it throws propagates: before any rank connects
+  // (every rank refuses alike, none is left in a rendezvous that a refusing
+  // peer abandoned), or after the membership round in an elastic job,
+  // whose size only that round decides.
+  static std::shared_ptr<GlooContext> create(
+      const std::function<void(const Topology&)>& check_job = nullptr);
   // Connects every rank of `options.topology` through `options.store`.
   // Throws BackendError if the rendezvous fails (e.g. a rank never came).
   static std::shared_ptr<GlooContext> create(const GlooOptions& options);

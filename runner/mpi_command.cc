@@ -245,26 +245,17 @@ std::string open_mpi_btl_setting(const std::string& ompi_info_text) {
 
 std::optional<std::string> btl_without_openib(const std::string& site_btl) {
   if (site_btl.empty()) return std::string("^openib");
-  const bool excluding = site_btl.front() == '^';
-  std::istringstream items(excluding ? site_btl.substr(1) : site_btl);
+  // An include list is the site's explicit choice (openib may be how its
+  // hosts reach each other): it stands.
+  if (site_btl.front() != '^') return std::nullopt;
+  std::istringstream items(site_btl.substr(1));
   std::string kept;
-  bool lists_openib = false;
   for (std::string item; std::getline(items, item, ',');) {
     item = hvd::trim(item);
-    if (item.empty()) continue;
-    if (item == "openib") {
-      lists_openib = true;
-      if (!excluding) continue;
-    }
-    kept += (kept.empty() ? "" : ",") + item;
+    if (item == "openib") return std::nullopt;  // excluded already
+    if (!item.empty()) kept += item + ",";
   }
-  if (excluding) {
-    if (lists_openib) return std::nullopt;
-    return "^" + (kept.empty() ? "" : kept + ",") + "openib";
-  }
-  // An include list: without openib, unless the site names nothing else.
-  if (!lists_openib || kept.empty()) return std::nullopt;
-  return kept;
+  return "^" + kept + "openib";
 }
 
 std::string host_list_text(const std::vector<Host>& hosts) {

@@ -57,7 +57,7 @@ struct MpiLaunch {
 //     [-outfile-pattern DIR/rank.%r.stdout
 //     -errfile-pattern DIR/rank.%r.stderr] [-genvlist VAR,...]
 //     [-genv SETTING VALUE]... [MPI_ARGS...] command...
-// B: the site's btl setting without the openib BTL (btl_without_openib).
+// B: the site's btl exclusions and openib (btl_without_openib).
 // --binding-args replaces "--bind-to none --map-by slot" (MPICH: "-bind-to
 // none"); --mpi-args are the MPI_ARGS.
 // Throws UsageError for what the flavor cannot express.
@@ -73,9 +73,9 @@ std::string open_mpi_btl_setting(const std::string& ompi_info_text);
 // fork() of data-loader workers), but a command-line value replaces the
 // site's own: Debian's and Ubuntu's exclude uct, openib and ofi, and with
 // ofi back every MPI call polls libfabric (small messages 2.5x slower).
-// So openib is taken out of the site's setting instead: "" -> "^openib",
-// "^uct,ofi" -> "^uct,ofi,openib", "self,vader,openib" -> "self,vader";
-// nullopt where it already leaves openib out.
+// So openib joins the site's exclusions instead: "" -> "^openib",
+// "^uct,ofi" -> "^uct,ofi,openib"; nullopt where openib is excluded
+// already, and for an include list (the site's explicit choice).
 std::optional<std::string> btl_without_openib(const std::string& site_btl);
 
 // -np when the user gave none: SLURM_NTASKS, else the total slots of the

@@ -4,7 +4,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <optional>
 #include <sstream>
 
 #include "base/check.h"
@@ -27,12 +26,14 @@ std::chrono::milliseconds hit_stall_time(const StallInspector& inspector) {
 // The transports write to sockets from the thread that runs a cycle: a
 // write to a peer that died must fail (and name the peer), not kill the
 // process with SIGPIPE before it can say anything (only where the
-// transport is not Transport::sigpipe_free). Only this thread's mask
-// changes, for the object's lifetime; a SIGPIPE raised meanwhile is
-// consumed, not delivered when the mask is restored.
+// transport is not Transport::sigpipe_free: `active` false, and nothing
+// changes). Only this thread's mask changes, for the object's lifetime; a
+// SIGPIPE raised meanwhile is consumed, not delivered when the mask is
+// restored.
 class SigpipeBlocked {
  public:
-  SigpipeBlocked() {
+  explicit SigpipeBlocked(bool active) : active_(active) {
+    if (!active_) return;
     sigemptyset(&pipe_);
     sigaddset(&pipe_, SIGPIPE);
     sigset_t previous;
@@ -40,7 +41,7 @@ class SigpipeBlocked {
     was_blocked_ = sigismember(&previous, SIGPIPE) == 1;
   }
   ~SigpipeBlocked() {
-    if (was_blocked_) return;
+    if (!active_ || was_blocked_) return;
     sigset_t pending;
     sigpending(&pending);
     if (sigismember(&pending, SIGPIPE) == 1) {
@@ -53,7 +54,8 @@ class SigpipeBlocked {
   SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
 
  private:
-  sigset_t pipe_;
+  bool active_;
+  sigset_t pipe_{};
   bool was_blocked_ = false;
 };
 
@@ -136,8 +138,7 @@ void Coordinator::stop() {
 }
 
 void Coordinator::loop() {
-  std::optional<SigpipeBlocked> blocked;
-  if (!sigpipe_free_) blocked.emplace();
+  const SigpipeBlocked blocked(!sigpipe_free_);
   while (true) {
     NextCycle next;
     {
@@ -152,8 +153,7 @@ void Coordinator::loop() {
 bool Coordinator::help(const std::function<bool()>& done) {
   std::unique_lock<std::mutex> lock(cycle_mutex_, std::try_to_lock);
   if (!lock.owns_lock() || ended_) return false;
-  std::optional<SigpipeBlocked> blocked;  // three system calls: only where needed
-  if (!sigpipe_free_) blocked.emplace();
+  const SigpipeBlocked blocked(!sigpipe_free_);  // three system calls: only where needed
   while (!done()) {
     if (!cycle()) return true;  // every pending operation has failed
     if (done()) break;

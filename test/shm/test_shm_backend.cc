@@ -294,6 +294,8 @@ TEST(ShmBackendTest, MixedSequence) {
 // survivors must throw RankFailure naming it within 10 s, and the segment
 // must be gone from /dev/shm. Run by single-rank jobs only: the ranks of a
 // larger job would wait for rank 0 meanwhile, against their own timeouts.
+// "kill_mid_named": the ranks are named 10, 11, 12 (ShmBackend::name_ranks,
+// as the host-staged backend names the job's ranks): a death names 12.
 
 constexpr int kFaultRanks = 3;
 constexpr int kVictim = kFaultRanks - 1;
@@ -318,8 +320,17 @@ int fault_child(const std::string& scenario, const std::string& name_file) {
   auto allreduce = [&] {
     backend->allreduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kMax);
   };
-  if (rank == kVictim) fault_subjob::play_victim(scenario, allreduce);
-  fault_subjob::play_survivor("shm fault child", rank, kVictim, scenario, allreduce);
+  const std::string named_suffix = "_named";
+  std::string how = scenario;
+  int victim_name = kVictim;
+  if (how.size() > named_suffix.size() &&
+      how.compare(how.size() - named_suffix.size(), named_suffix.size(), named_suffix) == 0) {
+    how.resize(how.size() - named_suffix.size());
+    backend->name_ranks({10, 11, 12});
+    victim_name = 10 + kVictim;
+  }
+  if (rank == kVictim) fault_subjob::play_victim(how, allreduce);
+  fault_subjob::play_survivor("shm fault child", rank, victim_name, how, allreduce);
 }
 
 class FaultTest : public ::testing::TestWithParam<const char*> {};
@@ -355,7 +366,8 @@ TEST_P(FaultTest, SurvivorsThrowNamingTheRank) {
   EXPECT_FALSE(in_dev_shm(segment)) << segment << " left in /dev/shm";
 }
 
-INSTANTIATE_TEST_SUITE_P(Scenarios, FaultTest, ::testing::Values("kill_before", "kill_mid", "hang"),
+INSTANTIATE_TEST_SUITE_P(Scenarios, FaultTest,
+                         ::testing::Values("kill_before", "kill_mid", "hang", "kill_mid_named"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

@@ -37,6 +37,8 @@ HostStagedBackend::HostStagedBackend(std::unique_ptr<Backend> inner, ProcessSetC
   if (host.controller) {
     host_controller_ = std::move(host.controller);
     host_ = std::make_unique<ShmBackend>(std::move(host.backend), *host_controller_);
+    // Its failures name the job's ranks, also in the notices passed on below.
+    host_->name_ranks(layout.hosts[layout.host]);
     shares_.resize(layout.hosts[layout.host].size());
   }
 }

@@ -72,6 +72,13 @@ class ShmBackend : public ForwardingBackend {
   // next or current wait on it fails at once with `reason`.
   void abandon(const std::string& reason);
 
+  // What its errors call the ranks: job_ranks[r] for the controller's rank
+  // r (by default r itself). The host-staged backend, whose segment is one
+  // host's, names the job's ranks.
+  void name_ranks(std::vector<int> job_ranks) {
+    if (pipeline_) pipeline_->name_ranks(std::move(job_ranks));
+  }
+
   // Whether the segment is in use (false: everything goes to the inner backend).
   bool active() const { return pipeline_ != nullptr; }
   // The segment's name ("/hvdcpp-..."), already removed from /dev/shm.

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "base/check.h"
 #include "core/diagnostics/peer_failure.h"
@@ -15,8 +16,18 @@ ChunkPipeline::ChunkPipeline(const ShmSegment& segment, int rank, WaitPolicy pol
       ranks_(segment.geometry().ranks),
       stages_(static_cast<std::uint64_t>(segment.geometry().stages)),
       policy_(policy),
-      watched_(static_cast<std::size_t>(ranks_)) {
-  for (int r = 0; r < ranks_; ++r) watched_[r] = process_alive(segment.record(r).process);
+      watched_(static_cast<std::size_t>(ranks_)),
+      names_(static_cast<std::size_t>(ranks_)) {
+  for (int r = 0; r < ranks_; ++r) {
+    watched_[r] = process_alive(segment.record(r).process);
+    names_[r] = r;
+  }
+}
+
+void ChunkPipeline::name_ranks(std::vector<int> names) {
+  HVD_CHECK(names.size() == static_cast<std::size_t>(ranks_), InvalidArgument,
+            "a name for each of the segment's " << ranks_ << " ranks, got " << names.size());
+  names_ = std::move(names);
 }
 
 bool ChunkPipeline::all_at_least(Counter counter, std::uint64_t value) const {
@@ -63,18 +74,18 @@ void ChunkPipeline::check_peers(const char* what, Counter counter, std::uint64_t
     if (record.counters[counter].value.load(std::memory_order_acquire) >= needed) continue;
     if (watched_[r] && !process_alive(record.process)) {
       std::ostringstream message;
-      message << "shm " << what << ": rank " << r << " (pid " << record.process.pid
+      message << "shm " << what << ": rank " << names_[r] << " (pid " << record.process.pid
               << ") died; this rank waited for it to have " << kSteps[counter] << " chunk " << chunk
               << " of " << chunks;
-      throw RankFailure(message.str(), {r});
+      throw RankFailure(message.str(), {names_[r]});
     }
-    behind.push_back(r);
+    behind.push_back(names_[r]);
   }
   const Header& header = segment_.header();
   const std::int32_t failed = header.failed_rank.load(std::memory_order_acquire);
   if (failed >= 0 && failed != rank_) {
     const bool told = header.failed_reason_ready.load(std::memory_order_acquire) != 0;
-    HVD_THROW(PeerSilent, "rank " << failed << " gave up on the shared-memory segment: "
+    HVD_THROW(PeerSilent, "rank " << names_[failed] << " gave up on the shared-memory segment: "
                                   << (told ? header.failed_reason : "(no reason yet)"));
   }
   HVD_CHECK(!backoff.expired(), PeerSilent,

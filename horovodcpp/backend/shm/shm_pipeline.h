@@ -47,6 +47,9 @@ class ChunkPipeline {
   // Marks the pipeline broken and tells the peers why (header.failed_*), so
   // they fail at once instead of waiting for this rank until the timeout.
   void give_up(const char* reason);
+  // What its errors call the segment's ranks: names[r] for rank r (by
+  // default r itself).
+  void name_ranks(std::vector<int> names);
 
  private:
   int stage_of(std::uint64_t chunk) const { return static_cast<int>(chunk % stages_); }
@@ -66,6 +69,7 @@ class ChunkPipeline {
   // Peers whose process this rank could see at setup: only those are
   // checked for liveness (one in another pid namespace would look dead).
   std::vector<bool> watched_;
+  std::vector<int> names_;
   std::uint64_t next_chunk_ = 0;  // chunk number the next call starts at
   bool broken_ = false;
 };

@@ -194,6 +194,12 @@ TEST_P(PlaneTest, BroadcastEveryLength) {
 
 TEST_P(PlaneTest, BitwiseAndEveryLength) { check_bitwise_and_every_length(plane()); }
 
+// Shared memory carries payloads (the inline allreduce), TCP none.
+TEST_P(PlaneTest, BitwiseAndGatheringPayloads) {
+  EXPECT_EQ(plane().payload_capacity() > 0, std::string(GetParam()) == "shm");
+  check_bitwise_and_gathering(plane());
+}
+
 // Collectives of every kind one after the other, with lengths that change
 // every round: the shared-memory chunk numbers run on and every stage is
 // reused; the TCP frames stay in step.

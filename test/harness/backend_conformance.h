@@ -247,6 +247,47 @@ inline void check_bitwise_and_every_length(Controller& controller) {
   }
 }
 
+// bitwise_and_gathering: the AND as bitwise_and gives it, and every rank's
+// payload (each rank its own length, empty ones among them, up to the
+// capacity) on every rank. A plane that carries none gathers empty payloads
+// and refuses a non-empty one (on every rank alike: nothing was exchanged).
+inline void check_bitwise_and_gathering(Controller& controller) {
+  const Topology& topology = controller.topology();
+  const std::size_t capacity = controller.payload_capacity();
+  const auto payload_of = [capacity](int rank, int round) {
+    const std::size_t length = capacity == 0 ? 0
+                               : rank == round % 3
+                                   ? capacity
+                                   : static_cast<std::size_t>(rank * 37 + round) % (capacity + 1);
+    std::string bytes(length, '\0');
+    for (std::size_t i = 0; i < length; ++i) {
+      bytes[i] = static_cast<char>((rank * 29 + round * 13 + i * 5) % 256);
+    }
+    return bytes;
+  };
+  std::vector<std::string> gathered;
+  for (int round = 0; round < 6; ++round) {
+    const std::size_t words = round == 5 ? 0 : 1 + static_cast<std::size_t>(round) * 40;
+    std::vector<std::uint64_t> mine = bits_of(topology.rank, words);
+    std::vector<std::uint64_t> expected(words, ~std::uint64_t{0});
+    for (int r = 0; r < topology.size; ++r) {
+      const std::vector<std::uint64_t> theirs = bits_of(r, words);
+      for (std::size_t i = 0; i < words; ++i) expected[i] &= theirs[i];
+    }
+    controller.bitwise_and_gathering(mine, payload_of(topology.rank, round), gathered);
+    EXPECT_TRUE(mine == expected) << "round " << round;
+    ASSERT_EQ(gathered.size(), static_cast<std::size_t>(topology.size));
+    for (int r = 0; r < topology.size; ++r) {
+      EXPECT_TRUE(gathered[r] == payload_of(r, round)) << "rank " << r << ", round " << round;
+    }
+  }
+  std::vector<std::uint64_t> bits(2, 1);
+  EXPECT_THROW(controller.bitwise_and_gathering(bits, std::string(capacity + 1, 'x'), gathered),
+               InvalidArgument);
+  controller.bitwise_and(bits);  // still in step
+  EXPECT_EQ(bits, std::vector<std::uint64_t>(2, 1));
+}
+
 // Every rank throws, and the plane stays usable: the ranks stayed in step.
 // Rank 1's vector is longer (at 2 ranks or more).
 inline void check_bitwise_and_rejects_different_lengths(Controller& controller) {

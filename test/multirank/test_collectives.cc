@@ -256,6 +256,32 @@ INSTANTIATE_TEST_SUITE_P(Counts, AllreduceTest,
                            return "n" + std::to_string(info.param);
                          });
 
+// Every dtype x op x mode again, one blocking call at a time and three
+// times each: the repeats are served from the response cache, and where the
+// control plane carries data (shared memory, every rank on one host) a
+// small one travels inline with the cycle's bit vector and each rank
+// reduces it (CacheNegotiation). Each call gives the reference, and the
+// repeats the first call's bits (negotiated, run by the backend).
+TEST(Allreduce, LoneRepeatsGiveTheFirstCallsBits) {
+  for (const std::int64_t count : {std::int64_t{1}, std::int64_t{7}, std::int64_t{300}}) {
+    for (auto& c : allreduce_cases(count)) {
+      const bool out_of_place = c->mode == Mode::kOutOfPlace || c->mode == Mode::kScaledOutOfPlace;
+      Buffer first;
+      for (int call = 0; call < 3; ++call) {
+        ReferenceCache cache;
+        submit(*c, count);
+        wait_and_check(*c, cache);
+        const Buffer& result = out_of_place ? c->output : c->input;
+        if (call == 0) {
+          first = result;
+        } else {
+          check_same_bytes(result.data(), first, c->name + " call " + std::to_string(call));
+        }
+      }
+    }
+  }
+}
+
 // A scalar (shape []) is a one-element tensor.
 TEST(Allreduce, ScalarTensor) {
   for (DataType dtype : {DataType::kFloat32, DataType::kInt64, DataType::kFloat16}) {

@@ -85,6 +85,12 @@ TEST(MpiControllerTest, BitwiseAndEveryLength) {
   check_bitwise_and_every_length(controller);
 }
 
+TEST(MpiControllerTest, CarriesNoPayload) {
+  MpiController controller(g_context);
+  EXPECT_EQ(controller.payload_capacity(), 0u);
+  check_bitwise_and_gathering(controller);
+}
+
 // Also where only some ranks' lengths differ from their first partner's,
 // or only a rank beyond the largest power of two holds the odd one.
 TEST(MpiControllerTest, BitVectorsOfDifferentLengthsRejectedEverywhere) {

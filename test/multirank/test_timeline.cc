@@ -82,6 +82,34 @@ TEST(Timeline, RankZeroWritesNegotiationFusionAndOps) {
   std::remove(path.c_str());
 }
 
+// A lone blocking allreduce served from the response cache goes inline
+// where the control plane carries data (shared memory: every rank on this
+// host, the response cache on); elsewhere the backend runs it.
+TEST(Timeline, LoneCachedAllreduceGoesInlineOverSharedMemory) {
+  std::vector<int> pid{static_cast<int>(::getpid())};
+  hvd::broadcast(hvd::TensorView(pid.data(), hvd::DataType::kInt32, {1}), 0, "timeline.pid");
+  const std::string path = "/tmp/hvd_timeline_inline_" + std::to_string(pid[0]) + ".json";
+  hvd::start_timeline(path);
+  for (int call = 0; call < 4; ++call) {
+    std::vector<float> lone(10, 2.0f);
+    hvd::allreduce(hvd::TensorView(lone.data(), hvd::DataType::kFloat32, {10}), "timeline.inline",
+                   hvd::ReduceOp::kSum);
+    ASSERT_FLOAT_EQ(lone[9], 2.0f * hvd::size());
+  }
+  hvd::stop_timeline();
+  hvd::barrier();
+  if (hvd::rank() != 0) return;
+  const char* capacity = std::getenv("HOROVODCPP_CACHE_CAPACITY");
+  const bool carried = hvd::size() > 1 && hvd::local_size() == hvd::size() &&
+                       hvd::backend_name() == "shm" &&
+                       (capacity == nullptr || std::string(capacity) != "0");
+  const std::string text = read_file(path);
+  EXPECT_EQ(text.find("\"INLINE_ALLREDUCE\"") != std::string::npos, carried)
+      << "backend " << hvd::backend_name() << ", " << hvd::size() << " ranks; "
+      << text.substr(0, 2000);
+  std::remove(path.c_str());
+}
+
 TEST(Timeline, StopWithoutStartAndRestartAreSafe) {
   hvd::stop_timeline();
   const std::string path = "/tmp/hvd_timeline_restart_" + std::to_string(::getpid()) + ".json";

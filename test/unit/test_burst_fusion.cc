@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -25,18 +26,48 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
+// One rank. While its gate is closed, a cycle's full round holds in
+// gather_to_root.
 class SoloController : public Controller {
  public:
   const Topology& topology() const override { return topology_; }
   std::vector<std::string> gather_to_root(const std::string& message) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++held_at_gate;
+    gate_.wait(lock, [&] { return open_; });
+    --held_at_gate;
     return {message};
   }
   std::string broadcast_from_root(const std::string& message) override { return message; }
-  void bitwise_and(std::vector<std::uint64_t>&) override {}
+  void bitwise_and(std::vector<std::uint64_t>&) override { ++bit_exchanges; }
+
+  void set_gate(bool open) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      open_ = open;
+    }
+    gate_.notify_all();
+  }
+  std::atomic<int> bit_exchanges{0};
+  std::atomic<int> held_at_gate{0};
 
  private:
   Topology topology_;
+  std::mutex mutex_;
+  std::condition_variable gate_;
+  bool open_ = true;
 };
+
+// Polls `condition` for up to 10 s.
+template <typename Condition>
+bool eventually(Condition condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
 
 // Counts the CPU collectives it runs (one rank: the input is the result).
 class CountingBackend : public Backend {
@@ -165,6 +196,31 @@ TEST_F(BurstFusionTest, ALoneTensorThatIsWaitedForGoesOutAtOnce) {
   Work work = submit("lone", 10, DeviceType::kCUDA);
   EXPECT_NO_THROW(work.wait(milliseconds(10000)));
   EXPECT_EQ(device_.batches(), std::vector<std::size_t>{1});
+}
+
+// A thread that waits while another thread runs the cycles (help), for a
+// tensor submitted after those cycles took theirs, is served as soon as
+// the other thread leaves: the coordinator's thread takes over at once,
+// not at its next paced cycle (an hour here).
+TEST_F(BurstFusionTest, AThreadWaitingBehindAHelperIsServedWhenItLeaves) {
+  start(std::chrono::hours(1), 64 << 20);
+  // The coordinator's first cycle has run; then it sleeps for the hour.
+  ASSERT_TRUE(eventually([&] { return controller_.bit_exchanges.load() >= 1; }));
+  std::this_thread::sleep_for(milliseconds(50));
+  controller_.set_gate(false);
+  Work first = submit("first", 10, DeviceType::kCPU);
+  std::thread helper([&] { EXPECT_NO_THROW(first.wait(milliseconds(10000))); });
+  // Its thread runs the cycle, which holds in the full round ...
+  ASSERT_TRUE(eventually([&] { return controller_.held_at_gate.load() == 1; }));
+  Work second = submit("second", 10, DeviceType::kCPU);
+  std::thread waiter([&] { EXPECT_NO_THROW(second.wait(milliseconds(10000))); });
+  // ... while the second tensor's thread waits without running cycles.
+  ASSERT_TRUE(eventually([&] { return queue_.wakeup()->waiters() == 1; }));
+  controller_.set_gate(true);
+  helper.join();
+  waiter.join();
+  EXPECT_TRUE(second.poll());
+  EXPECT_EQ(backend_.allreduces.load(), 2);
 }
 
 // Submissions that together fill the fusion buffer go out without anyone

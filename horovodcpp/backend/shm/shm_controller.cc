@@ -102,30 +102,55 @@ std::string ShmController::broadcast_from_root(const std::string& message) {
 }
 
 void ShmController::bitwise_and(std::vector<std::uint64_t>& words) {
-  // Even empty vectors are exchanged: a rank whose length differs must not
-  // leave the others waiting.
-  const std::uint64_t bytes = words.size() * sizeof(std::uint64_t);
-  result_.assign(words.size(), ~std::uint64_t{0});
-  // Pieces start at multiples of 8 bytes (the slot is a multiple of 64).
-  exchange("control bitwise AND", words.data(), bytes,
-           [&](int, std::uint64_t offset, const unsigned char* piece, std::uint64_t n) {
-             const std::size_t first = offset / sizeof(std::uint64_t);
-             const std::size_t count =
-                 first >= result_.size()
-                     ? 0
-                     : std::min<std::size_t>(n / sizeof(std::uint64_t), result_.size() - first);
-             for (std::size_t i = 0; i < count; ++i) {
-               std::uint64_t word;
-               std::memcpy(&word, piece + i * sizeof word, sizeof word);
-               result_[first + i] &= word;
-             }
+  bitwise_and_gathering(words, std::string(), gathered_);
+}
+
+std::size_t ShmController::payload_capacity() const {
+  // As much as every rank reduces from every slot in the shared-memory
+  // backend's small path: the whole message still takes one pass.
+  return kPayloadBytesAllRanks / static_cast<std::size_t>(topology_.size);
+}
+
+void ShmController::bitwise_and_gathering(std::vector<std::uint64_t>& words,
+                                          const std::string& payload,
+                                          std::vector<std::string>& gathered) {
+  HVD_CHECK(payload.size() <= payload_capacity(), InvalidArgument,
+            "bitwise_and: a payload of " << payload.size() << " bytes exceeds the "
+                                         << payload_capacity() << " this plane carries");
+  // The message: the word count, the words, the payload. Even empty vectors
+  // are exchanged: a rank whose length differs must not leave the others
+  // waiting.
+  const std::uint64_t count = words.size();
+  outgoing_.assign(reinterpret_cast<const char*>(&count), sizeof count);
+  outgoing_.append(reinterpret_cast<const char*>(words.data()), count * sizeof(std::uint64_t));
+  outgoing_.append(payload);
+  received_.resize(static_cast<std::size_t>(topology_.size));
+  exchange("control bitwise AND", outgoing_.data(), outgoing_.size(),
+           [&](int r, std::uint64_t offset, const unsigned char* piece, std::uint64_t n) {
+             if (offset == 0) received_[r].clear();
+             received_[r].append(reinterpret_cast<const char*>(piece), n);
            });
+  const auto words_of = [&](int r) {
+    std::uint64_t n;
+    std::memcpy(&n, received_[r].data(), sizeof n);
+    return n;
+  };
   for (int r = 0; r < topology_.size; ++r) {
-    HVD_CHECK(lengths_[r] == lengths_[kRoot], InvalidArgument,
-              "bitwise_and: rank " << r << " passed " << lengths_[r] / sizeof(std::uint64_t)
-                                   << " words, rank 0 " << lengths_[kRoot] / sizeof(std::uint64_t));
+    HVD_CHECK(words_of(r) == words_of(kRoot), InvalidArgument,
+              "bitwise_and: rank " << r << " passed " << words_of(r) << " words, rank 0 "
+                                   << words_of(kRoot));
   }
-  std::copy(result_.begin(), result_.end(), words.begin());
+  gathered.resize(received_.size());
+  const std::size_t payload_at = sizeof count + count * sizeof(std::uint64_t);
+  for (int r = 0; r < topology_.size; ++r) {
+    const char* theirs = received_[r].data() + sizeof count;
+    for (std::size_t i = 0; i < count; ++i) {
+      std::uint64_t word;
+      std::memcpy(&word, theirs + i * sizeof word, sizeof word);
+      words[i] = r == 0 ? word : words[i] & word;
+    }
+    gathered[r].assign(received_[r], payload_at, std::string::npos);
+  }
 }
 
 std::unique_ptr<Controller> maybe_shm_controller(Controller& setup, const std::string& fallback) {

@@ -28,6 +28,8 @@ class ShmController : public Controller {
   // few dozen requests fit one slot; larger messages stream through several.
   static constexpr std::size_t kSlotBytes = std::size_t{16} << 10;
   static constexpr int kStages = 4;
+  // The payloads of one bitwise AND, all ranks' together.
+  static constexpr std::size_t kPayloadBytesAllRanks = std::size_t{8} << 10;
 
   // Over `segment` (every rank's record holds its process identity), whose
   // name, already removed, is `name`.
@@ -37,8 +39,11 @@ class ShmController : public Controller {
   const Topology& topology() const override { return topology_; }
   std::vector<std::string> gather_to_root(const std::string& message) override;
   std::string broadcast_from_root(const std::string& message) override;
-  // Throws InvalidArgument on every rank if the ranks' vectors differ in length.
+  // Throw InvalidArgument on every rank if the ranks' vectors differ in length.
   void bitwise_and(std::vector<std::uint64_t>& words) override;
+  std::size_t payload_capacity() const override;
+  void bitwise_and_gathering(std::vector<std::uint64_t>& words, const std::string& payload,
+                             std::vector<std::string>& gathered) override;
 
   const std::string& segment_name() const { return segment_name_; }
 
@@ -53,7 +58,11 @@ class ShmController : public Controller {
   std::string segment_name_;
   shm::ChunkPipeline pipeline_;
   std::vector<std::uint64_t> lengths_;  // of the last exchange, per rank
-  std::vector<std::uint64_t> result_;   // bitwise_and's scratch
+  // bitwise_and's messages, reused: this rank's, every rank's, and the
+  // payloads a plain bitwise_and gathers (all empty).
+  std::string outgoing_;
+  std::vector<std::string> received_;
+  std::vector<std::string> gathered_;
 };
 
 // The transport hook: a ShmController over `setup`'s ranks when there are

@@ -1,13 +1,15 @@
 #include "core/negotiation/cache_negotiation.h"
 
+#include <optional>
+
 #include "base/check.h"
 
 namespace hvd {
 namespace {
 
-// Word 0 carries the flags, then one bit per slot for hits, then one per
-// slot for invalidations. Flags and invalidations travel inverted so that
-// the AND over ranks is their OR.
+// Word 0 carries the flags, then one bit per slot for hits, one per slot
+// for invalidations, and one per slot for inputs sent inline. Flags and
+// invalidations travel inverted so that the AND over ranks is their OR.
 constexpr std::uint64_t kHasRequests = 1u << 0;
 constexpr std::uint64_t kShutdown = 1u << 1;
 constexpr std::uint64_t kJoined = 1u << 2;
@@ -41,7 +43,8 @@ CacheNegotiation::CacheNegotiation(std::size_t capacity, std::chrono::millisecon
 
 CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request> new_requests,
                                                   const CycleFlags& flags, Controller& controller,
-                                                  Clock::time_point now) {
+                                                  Clock::time_point now,
+                                                  const InlineInput& inline_input) {
   Outcome outcome;
   served_slots_.clear();
   outcome.to_negotiate = std::move(carried_);
@@ -49,9 +52,9 @@ CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request> new_reque
   // Reused from cycle to cycle: a cycle allocates no bit vector.
   std::vector<std::uint64_t>& words = words_;
   const std::size_t slot_words = (cache_.slot_count() + 63) / 64;
-  const std::size_t hits_base = 1, invalid_base = 1 + slot_words;
-  words.assign(1 + 2 * slot_words, 0);
-  for (std::size_t w = invalid_base; w < words.size(); ++w) words[w] = ~std::uint64_t{0};
+  const std::size_t hits_base = 1, invalid_base = 1 + slot_words, inline_base = 1 + 2 * slot_words;
+  words.assign(1 + 3 * slot_words, 0);
+  for (std::size_t w = invalid_base; w < inline_base; ++w) words[w] = ~std::uint64_t{0};
   for (Request& request : new_requests) {
     ResponseCache::Found found = cache_.lookup(request);
     if (!cacheable(request) && found.lookup == ResponseCache::Lookup::kHit) {
@@ -70,6 +73,20 @@ CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request> new_reque
       clear_bit(words, invalid_base, slot);
     }
   }
+  // A lone hit (so at most one slot is ready on any rank that sent its
+  // input) goes inline where the plane carries it.
+  payload_.clear();
+  std::optional<std::size_t> inline_slot;
+  const std::size_t capacity = controller.payload_capacity();
+  if (inline_input && capacity > 0 && pending_hits_.size() == 1 && !flags.joined) {
+    const auto& [slot, hit] = *pending_hits_.begin();
+    if (inline_input(hit.request, capacity, payload_)) {
+      inline_slot = slot;
+      set_bit(words, inline_base, slot);
+    } else {
+      payload_.clear();
+    }
+  }
   std::uint64_t mine = 0;
   if (!outcome.to_negotiate.empty()) mine |= kHasRequests;
   if (flags.shutdown) mine |= kShutdown;
@@ -77,7 +94,11 @@ CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request> new_reque
   if (flags.root_busy) mine |= kRootBusy;
   words[0] = ~mine;
 
-  controller.bitwise_and(words);
+  if (capacity > 0) {
+    controller.bitwise_and_gathering(words, payload_, gathered_);
+  } else {
+    controller.bitwise_and(words);
+  }
 
   const std::uint64_t any = ~words[0];
   outcome.full_round = any != 0;
@@ -107,6 +128,11 @@ CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request> new_reque
       ++it;
     }
   }
+  // Every rank sent its input for that slot, and it is ready (not
+  // invalidated, nobody joined): it was this rank's only hit, so it is the
+  // only one served.
+  outcome.inline_data = inline_slot && bit(words, inline_base, *inline_slot) &&
+                        served_slots_.size() == 1 && served_slots_.front() == *inline_slot;
   if (outcome.full_round) {
     for (const Request& request : outcome.to_negotiate) sent_[request.name] = request;
   }

@@ -4,10 +4,16 @@
 // which cached tensors every rank has submitted. Only when some rank has a
 // new tensor, a changed one or something to announce (shutdown, join, rank
 // 0's pending work) does the cycle also run the full gather/broadcast.
+// Where the control plane carries payloads (shared memory), a rank whose
+// only pending hit is a small CPU allreduce attaches its input to the bit
+// vector; when every rank did for the same tensor and it is ready, the
+// cycle has every rank's input already and no data collective runs
+// (inline allreduce: one round for a lone small allreduce, not two).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -38,10 +44,21 @@ class CacheNegotiation {
     std::vector<Response> ready;       // cached responses every rank hit, in slot order
     std::vector<Request> to_negotiate; // this rank's requests for the full round
     bool full_round = false;           // true: every rank runs gather/broadcast now
+    // ready.front() is an allreduce whose every rank's input came with the
+    // bit vector (inline_inputs()).
+    bool inline_data = false;
   };
+  // Writes the input of `request` (this rank's, in flight) as the inline
+  // allreduce sends it into `out` and returns true, if it is one that can
+  // go inline and fits `capacity` bytes.
+  using InlineInput =
+      std::function<bool(const Request& request, std::size_t capacity, std::string& out)>;
   // Collective over `controller`: every rank calls it once per cycle.
+  // `inline_input` (may be empty: nothing goes inline) as above.
   Outcome agree(std::vector<Request> new_requests, const CycleFlags& flags, Controller& controller,
-                Clock::time_point now = Clock::now());
+                Clock::time_point now = Clock::now(), const InlineInput& inline_input = nullptr);
+  // Every rank's input to the last Outcome with inline_data, indexed by rank.
+  const std::vector<std::string>& inline_inputs() const { return gathered_; }
   // After the cycle ran: marks the slots served from the cache used, caches
   // the full round's successful responses (with this rank's request for
   // each) and sends hits whose slot was evicted to the next cycle's
@@ -64,6 +81,8 @@ class CacheNegotiation {
   std::vector<Request> carried_;                     // to negotiate next cycle
   std::unordered_map<std::string, Request> sent_;    // negotiated, awaiting their response
   std::vector<std::uint64_t> words_;                 // the cycle's bit vector, reused
+  std::string payload_;                              // this rank's inline input, reused
+  std::vector<std::string> gathered_;                // every rank's, reused
 };
 
 }  // namespace hvd

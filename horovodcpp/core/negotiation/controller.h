@@ -2,10 +2,12 @@
 // gathers every rank's requests and broadcasts the agreed responses.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {
@@ -32,6 +34,20 @@ class Controller {
   // Collective: every rank's `words` become the bitwise AND over all ranks
   // (the response cache's one-message steady state; OR is AND of inverses).
   virtual void bitwise_and(std::vector<std::uint64_t>& words) = 0;
+  // The bytes of its own a rank can attach to a bitwise AND (0: none, the
+  // default). A plane that carries them (shared memory) lets a lone small
+  // allreduce travel with the cycle's bit vector: one round, not two
+  // (CacheNegotiation).
+  virtual std::size_t payload_capacity() const { return 0; }
+  // Collective: bitwise_and that also gathers every rank's `payload` (at
+  // most payload_capacity() bytes; may be empty): `gathered[r]` becomes
+  // rank r's. By default only for empty payloads.
+  virtual void bitwise_and_gathering(std::vector<std::uint64_t>& words, const std::string& payload,
+                                     std::vector<std::string>& gathered) {
+    HVD_CHECK(payload.empty(), InvalidArgument, "this control plane carries no payload");
+    bitwise_and(words);
+    gathered.assign(static_cast<std::size_t>(topology().size), std::string());
+  }
 
   // Gives up on the ranks' collectives after `what` (e.g. "shm allreduce")
   // failed because of `cause`: a transport that can tell the other ranks

@@ -32,6 +32,12 @@ class LayeredController final : public Controller {
   void bitwise_and(std::vector<std::uint64_t>& words) override {
     through_roll_call("negotiation", [&] { plane_->bitwise_and(words); });
   }
+  std::size_t payload_capacity() const override { return plane_->payload_capacity(); }
+  void bitwise_and_gathering(std::vector<std::uint64_t>& words, const std::string& payload,
+                             std::vector<std::string>& gathered) override {
+    through_roll_call("negotiation",
+                      [&] { plane_->bitwise_and_gathering(words, payload, gathered); });
+  }
   [[noreturn]] void give_up(const std::string& what, const std::string& cause,
                             const std::vector<int>& blamed, bool listen) override {
     setup_->give_up(what, cause, blamed, listen);

@@ -99,6 +99,12 @@ std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {
   return entry;
 }
 
+const void* TensorQueue::input_data(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : it->second.input.data;
+}
+
 std::vector<TensorEntry> TensorQueue::close(std::exception_ptr reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   closed_reason_ = reason;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "base/check.h"
 #include "core/execution/fusion_plan.h"
 #include "core/execution/reduction.h"
+#include "core/execution/result_plan.h"
 
 namespace hvd {
 
@@ -76,6 +78,57 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& respons
   }
   joined_zeros_.release();
   return bytes;
+}
+
+bool CollectiveExecutor::inline_input(const Request& request, std::size_t capacity,
+                                      TensorQueue& queue, std::string& out) const {
+  if (request.op_type != OpType::kAllreduce || request.reduce_op == ReduceOp::kAdasum ||
+      request.device.type != DeviceType::kCPU || !request.error.empty()) {
+    return false;
+  }
+  const std::int64_t count = std::accumulate(request.shape.begin(), request.shape.end(),
+                                             std::int64_t{1}, std::multiplies<std::int64_t>());
+  const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(request.dtype);
+  if (count <= 0 || bytes > capacity) return false;
+  const void* input = queue.input_data(request.name);
+  if (!input) return false;
+  out.resize(bytes);
+  scale_copy(request.dtype, input, out.data(), static_cast<std::size_t>(count), 1.0,
+             request.prescale_factor);
+  return true;
+}
+
+std::size_t CollectiveExecutor::execute_inline(const Response& response,
+                                               const std::vector<std::string>& inputs,
+                                               TensorQueue& queue) {
+  std::optional<TensorEntry> entry = take(response, queue);
+  if (!entry) return 0;
+  try {
+    const Request& request = entry->request;
+    const std::size_t count = entry->input.num_elements();
+    const std::size_t bytes = count * dtype_size(request.dtype);
+    const bool traced = trace_.active();
+    const auto start = ExecutionTrace::now_if(traced);
+    inline_sources_.clear();
+    for (const std::string& input : inputs) {
+      HVD_CHECK(input.size() == bytes, Error,
+                "inline allreduce of '" << request.name << "': a rank sent " << input.size()
+                                        << " bytes, this rank has " << bytes);
+      inline_sources_.push_back(input.data());
+    }
+    const ReduceOp op =
+        request.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : request.reduce_op;
+    reduce_many(request.dtype, op, entry->output.data, inline_sources_.data(),
+                inline_sources_.size(), count);
+    scale_in_place(request.dtype, entry->output.data, count,
+                   average_divisor(request.reduce_op, topology_.size), request.postscale_factor);
+    if (traced) trace_.record({&*entry}, "INLINE_ALLREDUCE", start, TimelineClock::now());
+    entry->work->complete();
+    return bytes;
+  } catch (...) {
+    entry->work->fail(std::current_exception());
+    return 0;
+  }
 }
 
 void CollectiveExecutor::execute_fused(const Response& response,

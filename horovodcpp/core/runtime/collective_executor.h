@@ -38,6 +38,19 @@ class CollectiveExecutor {
   // (what the autotuner measures).
   std::size_t execute_all(const std::vector<Response>& responses, TensorQueue& queue);
 
+  // Inline allreduce (CacheNegotiation): writes this rank's input of
+  // `request` to `out` as every rank reduces it (prescaled) and returns
+  // true, if it is a CPU allreduce of at most `capacity` bytes (not
+  // Adasum) in flight in `queue`.
+  bool inline_input(const Request& request, std::size_t capacity, TensorQueue& queue,
+                    std::string& out) const;
+  // Completes `response`'s allreduce from every rank's inline input
+  // (`inputs`, by rank): each rank reduces them in rank order, as the
+  // shared-memory backend reduces a small tensor, so all get the same
+  // bits. Never throws. Returns the bytes of this rank's tensor.
+  std::size_t execute_inline(const Response& response, const std::vector<std::string>& inputs,
+                             TensorQueue& queue);
+
   std::size_t fusion_threshold() const { return fusion_threshold_; }
   // Every rank must switch at the same cycle (they plan fusion alike).
   void set_fusion_threshold(std::size_t bytes) { fusion_threshold_ = bytes; }
@@ -57,6 +70,7 @@ class CollectiveExecutor {
   DeviceRouter device_;
   JoinedZeros joined_zeros_;  // a joined rank's zeros, kept for one cycle
   std::size_t fusion_threshold_;
+  std::vector<const void*> inline_sources_;  // execute_inline's, reused
 };
 
 }  // namespace hvd

@@ -113,6 +113,9 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
   if (settings.cache_capacity > 0) {
     cache_ = std::make_unique<CacheNegotiation>(settings.cache_capacity,
                                                 hit_stall_time(stall_inspector_));
+    inline_input_ = [this](const Request& request, std::size_t capacity, std::string& out) {
+      return executor_.inline_input(request, capacity, queue_, out);
+    };
   }
   if (global_set && controller.topology().rank == 0 && settings.autotune.enabled) {
     autotuner_ = std::make_unique<Autotuner>(
@@ -142,9 +145,29 @@ void Coordinator::loop() {
   while (true) {
     NextCycle next;
     {
-      std::lock_guard<std::mutex> lock(cycle_mutex_);
-      if (ended_ || !cycle()) return;
-      next = next_cycle();
+      std::unique_lock<std::mutex> lock(cycle_mutex_, std::try_to_lock);
+      if (!lock.owns_lock()) {
+        // A waiting thread runs the cycles (help): this thread would only
+        // take the lock from it between two of its collectives and make it
+        // sleep. Look again a cycle time later, or once it has left while
+        // a cycle is needed (it wakes this thread then).
+        queue_.wakeup()->sleep_until(std::chrono::steady_clock::now() + cycle_time_,
+                                     std::chrono::microseconds(0),
+                                     [this] { return !helping_.load(); });
+        continue;
+      }
+      if (ended_) {
+        return;
+      } else if (!stop_requested_ && !queue_.urgent() &&
+                 std::chrono::steady_clock::now() < cycle_start_ + cycle_time_) {
+        // A waiting thread's cycle began less than a cycle time ago: the
+        // pace counts from it. (stop() needs a cycle now: its shutdown goes
+        // out with one.)
+        next = next_cycle();
+      } else {
+        if (!cycle()) return;
+        next = next_cycle();
+      }
     }
     sleep_until(next);
   }
@@ -153,6 +176,17 @@ void Coordinator::loop() {
 bool Coordinator::help(const std::function<bool()>& done) {
   std::unique_lock<std::mutex> lock(cycle_mutex_, std::try_to_lock);
   if (!lock.owns_lock() || ended_) return false;
+  // While this thread runs the cycles the coordinator's thread stays out
+  // of the way (loop); when it leaves with work still urgent (another
+  // thread waits), it hands the cycles back at once.
+  struct Helping {
+    Coordinator& c;
+    explicit Helping(Coordinator& coordinator) : c(coordinator) { c.helping_ = true; }
+    ~Helping() {
+      c.helping_ = false;
+      if (c.queue_.urgent()) c.queue_.wakeup()->wake();
+    }
+  } helping(*this);
   const SigpipeBlocked blocked(!sigpipe_free_);  // three system calls: only where needed
   while (!done()) {
     if (!cycle()) return true;  // every pending operation has failed
@@ -242,16 +276,20 @@ bool Coordinator::run_cycle() {
   RequestList mine;
   std::vector<Response> responses;
   bool full_round = true;
+  bool inline_data = false;  // responses.front() came with every rank's input
   if (cache_) {
     CycleFlags flags;
     flags.shutdown = stopping;
     flags.joined = join_pending_;
     flags.root_busy =
         controller_.topology().rank == 0 && (table_.pending() > 0 || tuned_to_send_.has_value());
-    CacheNegotiation::Outcome outcome = cache_->agree(std::move(new_requests), flags, controller_);
+    CacheNegotiation::Outcome outcome =
+        cache_->agree(std::move(new_requests), flags, controller_, std::chrono::steady_clock::now(),
+                      inline_input_);
     responses = std::move(outcome.ready);
     mine.requests = std::move(outcome.to_negotiate);
     full_round = outcome.full_round;
+    inline_data = outcome.inline_data;
   } else {
     mine.requests = std::move(new_requests);
   }
@@ -264,7 +302,12 @@ bool Coordinator::run_cycle() {
   }
 
   idle_cycle_ = !submitted && responses.empty();
-  const std::size_t bytes = executor_.execute_all(responses, queue_);
+  std::size_t bytes = 0;
+  if (inline_data) {
+    bytes = executor_.execute_inline(responses.front(), cache_->inline_inputs(), queue_);
+    responses.erase(responses.begin());
+  }
+  if (!responses.empty()) bytes += executor_.execute_all(responses, queue_);
   if (autotuner_) autotune(bytes);
   if (cache_) cache_->update(agreed.responses);
   for (const Response& response : agreed.responses) {

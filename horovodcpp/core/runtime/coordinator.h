@@ -109,12 +109,14 @@ class Coordinator {
   MessageTable table_;  // used on rank 0 only
   StallInspector stall_inspector_;  // used on rank 0 only; settings read at init
   std::unique_ptr<CacheNegotiation> cache_;  // null when the cache is disabled
+  CacheNegotiation::InlineInput inline_input_;  // from executor_ and queue_
   bool join_pending_ = false;  // this rank is in join(), waiting for the others
   std::chrono::microseconds cycle_time_;
   std::chrono::microseconds idle_spin_;
   std::optional<int> thread_cpu_;
   bool sigpipe_free_;
-  std::chrono::steady_clock::time_point cycle_start_;  // of the last cycle
+  // Of the last cycle (min: none yet).
+  std::chrono::steady_clock::time_point cycle_start_ = std::chrono::steady_clock::time_point::min();
   // The last cycle brought nothing new from this rank and ran nothing.
   bool idle_cycle_ = false;
   int idle_cycles_in_a_row_ = 0;
@@ -124,6 +126,7 @@ class Coordinator {
   // Held by whichever thread runs cycles: this coordinator's, or one that
   // waits for a result (help).
   std::mutex cycle_mutex_;
+  std::atomic<bool> helping_{false};  // a waiting thread holds cycle_mutex_ (help)
   bool ended_ = false;  // under cycle_mutex_
   std::thread thread_;
 };

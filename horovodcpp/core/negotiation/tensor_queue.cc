@@ -99,10 +99,10 @@ std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {
   return entry;
 }
 
-const void* TensorQueue::input_data(const std::string& name) const {
+const TensorView* TensorQueue::input_of(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(name);
-  return it == entries_.end() ? nullptr : it->second.input.data;
+  return it == entries_.end() ? nullptr : &it->second.input;
 }
 
 std::vector<TensorEntry> TensorQueue::close(std::exception_ptr reason) {

@@ -51,9 +51,9 @@ class TensorQueue {
       std::vector<std::chrono::steady_clock::time_point>* submitted = nullptr);
   // Removes and returns the in-flight entry of `name`, if there is one.
   std::optional<TensorEntry> try_take(const std::string& name);
-  // The input memory of the in-flight entry `name` (null if none): read
-  // only by the thread that will take() it.
-  const void* input_data(const std::string& name) const;
+  // The input of the in-flight entry `name` (null if none): valid until
+  // take(), for the thread that will take() it.
+  const TensorView* input_of(const std::string& name) const;
 
   // What this queue's Works signal when a thread waits for them.
   const std::shared_ptr<CoordinatorWakeup>& wakeup() const { return wakeup_; }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -86,15 +85,13 @@ bool CollectiveExecutor::inline_input(const Request& request, std::size_t capaci
       request.device.type != DeviceType::kCPU || !request.error.empty()) {
     return false;
   }
-  const std::int64_t count = std::accumulate(request.shape.begin(), request.shape.end(),
-                                             std::int64_t{1}, std::multiplies<std::int64_t>());
-  const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(request.dtype);
-  if (count <= 0 || bytes > capacity) return false;
-  const void* input = queue.input_data(request.name);
+  const TensorView* input = queue.input_of(request.name);
   if (!input) return false;
+  const std::size_t bytes = input->size_bytes();
+  if (bytes == 0 || bytes > capacity) return false;
   out.resize(bytes);
-  scale_copy(request.dtype, input, out.data(), static_cast<std::size_t>(count), 1.0,
-             request.prescale_factor);
+  scale_copy(request.dtype, input->data, out.data(),
+             static_cast<std::size_t>(input->num_elements()), 1.0, request.prescale_factor);
   return true;
 }
 

@@ -156,18 +156,14 @@ void Coordinator::loop() {
                                      [this] { return !helping_.load(); });
         continue;
       }
-      if (ended_) {
-        return;
-      } else if (!stop_requested_ && !queue_.urgent() &&
-                 std::chrono::steady_clock::now() < cycle_start_ + cycle_time_) {
-        // A waiting thread's cycle began less than a cycle time ago: the
-        // pace counts from it. (stop() needs a cycle now: its shutdown goes
-        // out with one.)
-        next = next_cycle();
-      } else {
-        if (!cycle()) return;
-        next = next_cycle();
-      }
+      if (ended_) return;
+      // A waiting thread's cycle began less than a cycle time ago: the pace
+      // counts from it. (stop() needs a cycle now: its shutdown goes out
+      // with one.)
+      const bool paced_by_helper = !stop_requested_ && !queue_.urgent() &&
+                                   std::chrono::steady_clock::now() < cycle_start_ + cycle_time_;
+      if (!paced_by_helper && !cycle()) return;
+      next = next_cycle();
     }
     sleep_until(next);
   }

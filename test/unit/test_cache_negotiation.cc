@@ -99,9 +99,9 @@ Response ok(const std::string& name) {
   return r;
 }
 
-std::vector<std::string> names(const std::vector<Response>& responses) {
+std::vector<std::string> names(const std::vector<const Response*>& responses) {
   std::vector<std::string> out;
-  for (const Response& r : responses) out.push_back(r.name);
+  for (const Response* r : responses) out.push_back(r->name);
   return out;
 }
 std::vector<std::string> names(const std::vector<Request>& requests) {

@@ -121,7 +121,7 @@ CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request> new_reque
   }
   for (auto it = pending_hits_.begin(); it != pending_hits_.end();) {
     if (bit(words, hits_base, it->first)) {
-      outcome.ready.push_back(cache_.response(it->first));
+      outcome.ready.push_back(&cache_.response(it->first));
       served_slots_.push_back(it->first);
       it = pending_hits_.erase(it);
     } else {

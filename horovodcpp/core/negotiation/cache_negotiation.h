@@ -41,7 +41,9 @@ class CacheNegotiation {
   CacheNegotiation(std::size_t capacity, std::chrono::milliseconds stalled_after);
 
   struct Outcome {
-    std::vector<Response> ready;       // cached responses every rank hit, in slot order
+    // The cached responses every rank hit, in slot order: the cache's own
+    // (no copy per collective), valid until update().
+    std::vector<const Response*> ready;
     std::vector<Request> to_negotiate; // this rank's requests for the full round
     bool full_round = false;           // true: every rank runs gather/broadcast now
     // ready.front() is an allreduce whose every rank's input came with the

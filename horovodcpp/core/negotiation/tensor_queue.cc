@@ -22,9 +22,20 @@ void TensorQueue::push(TensorEntry entry) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (closed_reason_) std::rethrow_exception(closed_reason_);
   const std::size_t bytes = entry.input.size_bytes();
-  auto [it, inserted] = entries_.emplace(entry.request.name, std::move(entry));
-  if (!inserted) refuse_name_in_flight(it->first);
-  new_entries_.push_back(&it->second);
+  std::pair<decltype(entries_)::iterator, bool> placed;
+  if (spare_.empty()) {
+    placed = entries_.emplace(entry.request.name, std::move(entry));
+  } else {
+    // In the node the last try_take() left: a collective that follows
+    // another allocates no node.
+    spare_.key() = entry.request.name;
+    spare_.mapped() = std::move(entry);
+    auto inserted = entries_.insert(std::move(spare_));
+    spare_ = std::move(inserted.node);  // back if refused
+    placed = {inserted.position, inserted.inserted};
+  }
+  if (!placed.second) refuse_name_in_flight(placed.first->first);
+  new_entries_.push_back(&placed.first->second);
   published(lock, bytes);
 }
 
@@ -93,8 +104,9 @@ std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {
   new_entries_.erase(std::remove(new_entries_.begin(), new_entries_.end(), &it->second),
                      new_entries_.end());
   new_count_ = new_entries_.size();
-  TensorEntry entry = std::move(it->second);
-  entries_.erase(it);
+  auto node = entries_.extract(it);
+  TensorEntry entry = std::move(node.mapped());
+  spare_ = std::move(node);
   entry_count_ = entries_.size();
   return entry;
 }

@@ -33,8 +33,9 @@ struct TensorEntry {
   // device-side operations (NCCL), no memory at all (null data); no caller
   // waits for the Work.
   bool joined = false;
-  // When the user submitted it (the timeline's QUEUE phase).
-  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
+  // When the user submitted it, while the timeline records (its QUEUE
+  // phase); else the epoch.
+  std::chrono::steady_clock::time_point submitted{};
 };
 
 class TensorQueue {
@@ -86,6 +87,7 @@ class TensorQueue {
   std::atomic<std::size_t> new_bytes_{0};    // their input bytes
   std::atomic<std::size_t> entry_count_{0};  // entries_.size(), readable without the lock
   std::unordered_map<std::string, TensorEntry> entries_;
+  decltype(entries_)::node_type spare_;  // an erased node, for the next push
   // Submitted since the last pop, in order: entries_'s own elements (a map
   // node stays put until erased; try_take drops one taken before its pop).
   std::vector<const TensorEntry*> new_entries_;

@@ -67,9 +67,11 @@ bool WorkState::wait(std::optional<std::chrono::milliseconds> timeout) {
                                 : std::chrono::steady_clock::time_point::max();
   if (wakeup_ && !done_flag_.load(std::memory_order_acquire)) {
     // Run the cycles that complete it on this thread, if nobody else does.
-    wakeup_->help([this, timeout, deadline] {
+    // (Two pointers: the std::function holds them without allocating.)
+    wakeup_->help([this, &deadline] {
       return done_flag_.load(std::memory_order_acquire) ||
-             (timeout && std::chrono::steady_clock::now() >= deadline);
+             (deadline != std::chrono::steady_clock::time_point::max() &&
+              std::chrono::steady_clock::now() >= deadline);
     });
   }
   std::unique_lock<std::mutex> lock(mutex_);

@@ -37,14 +37,14 @@ std::optional<TensorEntry> CollectiveExecutor::take(const Response& response, Te
                             agreed.device.type == DeviceType::kCUDA && device_.zeroes_on_device());
 }
 
-std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& responses,
+std::size_t CollectiveExecutor::execute_all(const std::vector<const Response*>& responses,
                                             TensorQueue& queue) {
   if (responses.size() == 1) {
     // Nothing to fuse: no plan (a lone small collective's whole cost
     // matters).
-    std::optional<TensorEntry> entry = take(responses.front(), queue);
+    std::optional<TensorEntry> entry = take(*responses.front(), queue);
     const std::size_t bytes = entry ? entry->input.size_bytes() : 0;
-    if (entry) execute(responses.front(), std::move(*entry));
+    if (entry) execute(*responses.front(), std::move(*entry));
     joined_zeros_.release();
     return bytes;
   }
@@ -55,15 +55,15 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<Response>& respons
   runs.reserve(responses.size());
   entries.reserve(responses.size());
   candidates.reserve(responses.size());
-  for (const Response& response : responses) {
-    std::optional<TensorEntry> entry = take(response, queue);
+  for (const Response* response : responses) {
+    std::optional<TensorEntry> entry = take(*response, queue);
     if (!entry) continue;
-    runs.push_back(&response);
+    runs.push_back(response);
     bytes += entry->input.size_bytes();
     entries.push_back(std::move(*entry));
     const Request& r = entries.back().request;
     const ReduceOp op = r.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : r.reduce_op;
-    candidates.push_back(fusion_candidate(response, r, entries.back().input.num_elements(),
+    candidates.push_back(fusion_candidate(*response, r, entries.back().input.num_elements(),
                                           cpu_.stages_in_float32(r.dtype, op)));
   }
   for (const std::vector<std::size_t>& group : plan_fusion(candidates, fusion_threshold_)) {

@@ -36,7 +36,7 @@ class CollectiveExecutor {
   // Never throws: failures go to the entries' Work.
   // Returns the bytes of this rank's tensors that the collectives moved
   // (what the autotuner measures).
-  std::size_t execute_all(const std::vector<Response>& responses, TensorQueue& queue);
+  std::size_t execute_all(const std::vector<const Response*>& responses, TensorQueue& queue);
 
   // Inline allreduce (CacheNegotiation): writes this rank's input of
   // `request` to `out` as every rank reduces it (prescaled) and returns

@@ -270,7 +270,7 @@ bool Coordinator::run_cycle() {
   }
   const bool stopping = stop_requested_;
   RequestList mine;
-  std::vector<Response> responses;
+  std::vector<const Response*> responses;  // the cache's and the full round's
   bool full_round = true;
   bool inline_data = false;  // responses.front() came with every rank's input
   if (cache_) {
@@ -280,8 +280,7 @@ bool Coordinator::run_cycle() {
     flags.root_busy =
         controller_.topology().rank == 0 && (table_.pending() > 0 || tuned_to_send_.has_value());
     CacheNegotiation::Outcome outcome =
-        cache_->agree(std::move(new_requests), flags, controller_, std::chrono::steady_clock::now(),
-                      inline_input_);
+        cache_->agree(std::move(new_requests), flags, controller_, cycle_start_, inline_input_);
     responses = std::move(outcome.ready);
     mine.requests = std::move(outcome.to_negotiate);
     full_round = outcome.full_round;
@@ -294,13 +293,13 @@ bool Coordinator::run_cycle() {
     mine.shutdown = stopping;
     agreed = negotiate(mine);
     apply_tuning(agreed);
-    responses.insert(responses.end(), agreed.responses.begin(), agreed.responses.end());
+    for (const Response& response : agreed.responses) responses.push_back(&response);
   }
 
   idle_cycle_ = !submitted && responses.empty();
   std::size_t bytes = 0;
   if (inline_data) {
-    bytes = executor_.execute_inline(responses.front(), cache_->inline_inputs(), queue_);
+    bytes = executor_.execute_inline(*responses.front(), cache_->inline_inputs(), queue_);
     responses.erase(responses.begin());
   }
   if (!responses.empty()) bytes += executor_.execute_all(responses, queue_);
@@ -327,6 +326,8 @@ std::vector<Request> Coordinator::pop_new_requests() {
   std::vector<Request> requests = queue_.pop_new_requests(&submitted);
   const auto now = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < submitted.size(); ++i) {
+    // (Unstamped: submitted before the timeline started.)
+    if (submitted[i] == std::chrono::steady_clock::time_point{}) continue;
     timeline_->complete(requests[i].name, "QUEUE", submitted[i], now);
   }
   return requests;

@@ -36,12 +36,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "horovodcpp/horovodcpp.h"
-
 #include "parse_bytes.h"
 
 namespace {
@@ -66,9 +68,11 @@ struct Options {
   // The raw MPI column. kAuto: kIsolated when launched by mpirun (and not
   // in horovodcpp's Gloo mode), else kOff. kIsolated: time raw MPI before
   // hvd::init() (no coordinator thread running); kAlongside: after it, size by
-  // size next to horovodcpp, with the thread running; kOnly: raw MPI alone,
-  // horovodcpp is never initialised (its columns show "-").
-  enum class MpiBaseline { kAuto, kOff, kIsolated, kAlongside, kOnly };
+  // size next to horovodcpp, with the thread running; kInterleaved: after
+  // it, iteration by iteration alternating with horovodcpp (a change in the
+  // machine's state meets both alike); kOnly: raw MPI alone, horovodcpp is
+  // never initialised (its columns show "-").
+  enum class MpiBaseline { kAuto, kOff, kIsolated, kAlongside, kInterleaved, kOnly };
   MpiBaseline mpi_baseline = MpiBaseline::kAuto;
 };
 
@@ -107,7 +111,7 @@ int env_rank() {
         "float64|int32]\n"
         "                       [--op sum|average|min|max|adasum] [--warmup N] [--iters N]\n"
         "                       [--auto-iters on|off]\n"
-        "                       [--mpi-baseline auto|off|isolated|alongside|only]\n"
+        "                       [--mpi-baseline auto|off|isolated|alongside|interleaved|only]\n"
         "                       [--check]\n"
         "sizes take a K, M or G suffix (powers of 1024): --max-bytes 64M\n"
         "the raw MPI column (auto) is on only when launched by mpirun outside Gloo mode\n",
@@ -210,6 +214,8 @@ Options parse_options(int argc, char** argv, int rank) {
       else if (value == "off") options.mpi_baseline = B::kOff;
       else if (value == "isolated") options.mpi_baseline = B::kIsolated;
       else if (value == "alongside") options.mpi_baseline = B::kAlongside;
+      else if (value == "interleaved")
+        options.mpi_baseline = B::kInterleaved;
       else if (value == "only") options.mpi_baseline = B::kOnly;
       else usage_error(rank, bad);
     } else {
@@ -477,6 +483,8 @@ void print_header(const Options& options, int argc, char** argv, int n, bool wit
   std::printf("# MPI baseline: %s\n",
               options.mpi_baseline == B::kAlongside
                   ? "alongside (after hvd::init(), size by size, coordinator thread running)"
+              : options.mpi_baseline == B::kInterleaved
+                  ? "interleaved (after hvd::init(), iterations alternate: raw MPI, horovodcpp)"
               : options.mpi_baseline == B::kIsolated
                   ? "isolated (all sizes before hvd::init(): no coordinator thread running)"
               : options.mpi_baseline == B::kOnly ? "only (horovodcpp not initialised)"
@@ -541,36 +549,71 @@ struct Result {
 // In place, the values change from one timed iteration to the next (Sum
 // grows); that does not change the work done. --check verifies one separate
 // call on freshly filled buffers.
-Result measure_mpi(const Options& options, const Step& step, void* buffer, int rank, int n) {
-  Result result;
+// One column's allreduce of the step's buffer: how it synchronises and the
+// call it times.
+struct Side {
+  Sync sync;
+  const char* who;
+  std::function<void()> call;
+};
+
+Side mpi_side(const Options& options, const Step& step, void* buffer, int n) {
+  return {Sync::kMpi, "MPI_Allreduce", [&options, &step, buffer, n] {
+            mpi_allreduce(buffer, step.count, options.dtype, options.op, n);
+          }};
+}
+
+Side hvd_side(const Options& options, const Step& step, void* buffer) {
+  const std::string name = "bench.allreduce." + std::to_string(step.bytes);
+  const hvd::TensorView view(buffer, options.dtype, {static_cast<std::int64_t>(step.count)});
+  return {Sync::kHvd, "horovodcpp",
+          [&options, name, view] { hvd::allreduce(view, name, options.op); }};
+}
+
+// With --check: one untimed call on freshly filled buffers, and its wrong
+// elements summed over ranks (else -1). Leaves the buffer filled for timing.
+long long check(const Options& options, const Step& step, void* buffer, int rank, int n,
+                const Side& side) {
+  long long wrong = -1;
   if (options.check) {
     fill(options.dtype, buffer, step.count, rank);
-    mpi_allreduce(buffer, step.count, options.dtype, options.op, n);
-    result.wrong = sum_over_ranks(
-        Sync::kMpi,
-        verify(options.dtype, options.op, buffer, step.count, rank, n, "MPI_Allreduce"));
+    side.call();
+    wrong = sum_over_ranks(
+        side.sync, verify(options.dtype, options.op, buffer, step.count, rank, n, side.who));
   }
   fill(options.dtype, buffer, step.count, rank);
-  result.seconds = time_per_iteration(Sync::kMpi, step.warmup, step.iters, [&] {
-    mpi_allreduce(buffer, step.count, options.dtype, options.op, n);
-  });
+  return wrong;
+}
+
+Result measure(const Options& options, const Step& step, void* buffer, int rank, int n,
+               const Side& side) {
+  Result result;
+  result.wrong = check(options, step, buffer, rank, n, side);
+  result.seconds = time_per_iteration(side.sync, step.warmup, step.iters, side.call);
   return result;
 }
 
-Result measure_hvd(const Options& options, const Step& step, void* buffer, int rank, int n) {
-  const std::string name = "bench.allreduce." + std::to_string(step.bytes);
-  const hvd::TensorView view(buffer, options.dtype, {static_cast<std::int64_t>(step.count)});
-  Result result;
-  if (options.check) {
-    fill(options.dtype, buffer, step.count, rank);
-    hvd::allreduce(view, name, options.op);
-    result.wrong = sum_over_ranks(
-        Sync::kHvd, verify(options.dtype, options.op, buffer, step.count, rank, n, "horovodcpp"));
+// Both sides, iteration by iteration in turn, each after its own barrier:
+// {horovodcpp, MPI}.
+std::pair<Result, Result> measure_interleaved(const Options& options, const Step& step,
+                                              void* buffer, int rank, int n) {
+  const Side sides[2] = {mpi_side(options, step, buffer, n), hvd_side(options, step, buffer)};
+  Result mpi, hvd;
+  mpi.wrong = check(options, step, buffer, rank, n, sides[0]);
+  hvd.wrong = check(options, step, buffer, rank, n, sides[1]);
+  double total[2] = {0, 0};
+  for (int it = 0; it < step.warmup + step.iters; ++it) {
+    for (int s = 0; s < 2; ++s) {
+      barrier(sides[s].sync);
+      const auto start = std::chrono::steady_clock::now();
+      sides[s].call();
+      const auto stop = std::chrono::steady_clock::now();
+      if (it >= step.warmup) total[s] += std::chrono::duration<double>(stop - start).count();
+    }
   }
-  fill(options.dtype, buffer, step.count, rank);
-  result.seconds = time_per_iteration(Sync::kHvd, step.warmup, step.iters,
-                                      [&] { hvd::allreduce(view, name, options.op); });
-  return result;
+  mpi.seconds = max_over_ranks(Sync::kMpi, total[0] / step.iters);
+  hvd.seconds = max_over_ranks(Sync::kHvd, total[1] / step.iters);
+  return {hvd, mpi};
 }
 
 std::string wrong_str(const Result& result) {
@@ -640,9 +683,11 @@ int main(int argc, char** argv) {
   // Isolated baseline: raw MPI before hvd::init(), with no horovodcpp
   // coordinator thread in the process.
   std::vector<Result> mpi_results(steps.size());
-  if (with_mpi && options.mpi_baseline != B::kAlongside) {
+  if (with_mpi && options.mpi_baseline != B::kAlongside &&
+      options.mpi_baseline != B::kInterleaved) {
     for (std::size_t i = 0; i < steps.size(); ++i) {
-      mpi_results[i] = measure_mpi(options, steps[i], buffer, rank, n);
+      mpi_results[i] =
+          measure(options, steps[i], buffer, rank, n, mpi_side(options, steps[i], buffer, n));
     }
   }
 
@@ -658,9 +703,16 @@ int main(int argc, char** argv) {
     const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
     for (std::size_t i = 0; i < steps.size(); ++i) {
       Result hvd_result;
-      if (with_hvd) hvd_result = measure_hvd(options, steps[i], buffer, rank, n);
+      if (with_mpi && options.mpi_baseline == B::kInterleaved) {
+        std::tie(hvd_result, mpi_results[i]) =
+            measure_interleaved(options, steps[i], buffer, rank, n);
+      } else if (with_hvd) {
+        hvd_result =
+            measure(options, steps[i], buffer, rank, n, hvd_side(options, steps[i], buffer));
+      }
       if (with_mpi && options.mpi_baseline == B::kAlongside) {
-        mpi_results[i] = measure_mpi(options, steps[i], buffer, rank, n);
+        mpi_results[i] =
+            measure(options, steps[i], buffer, rank, n, mpi_side(options, steps[i], buffer, n));
       }
       wrong_total += std::max(0LL, hvd_result.wrong);
       if (with_mpi) wrong_total += std::max(0LL, mpi_results[i].wrong);

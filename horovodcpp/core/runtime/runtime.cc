@@ -142,6 +142,9 @@ const Runtime::Registered& Runtime::registered(const ProcessSet& process_set) co
 }
 
 std::shared_ptr<ProcessSetRuntime> Runtime::member_runtime(const ProcessSet& process_set) const {
+  // The global set, which every rank is in and which is never removed,
+  // needs no look-up (nearly every collective goes to it).
+  if (process_set == global_->set()) return global_;
   std::lock_guard<std::mutex> lock(sets_mutex_);
   const Registered& entry = registered(process_set);
   HVD_CHECK(entry.runtime != nullptr, InvalidArgument,

@@ -105,7 +105,7 @@ std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {
                      new_entries_.end());
   new_count_ = new_entries_.size();
   auto node = entries_.extract(it);
-  TensorEntry entry = std::move(node.mapped());
+  std::optional<TensorEntry> entry(std::move(node.mapped()));
   spare_ = std::move(node);
   entry_count_ = entries_.size();
   return entry;

@@ -44,7 +44,7 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<const Response*>& 
     // matters).
     std::optional<TensorEntry> entry = take(*responses.front(), queue);
     const std::size_t bytes = entry ? entry->input.size_bytes() : 0;
-    if (entry) execute(*responses.front(), std::move(*entry));
+    if (entry) execute(*responses.front(), *entry);
     joined_zeros_.release();
     return bytes;
   }
@@ -68,7 +68,7 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<const Response*>& 
   }
   for (const std::vector<std::size_t>& group : plan_fusion(candidates, fusion_threshold_)) {
     if (group.size() == 1) {
-      execute(*runs[group.front()], std::move(entries[group.front()]));
+      execute(*runs[group.front()], entries[group.front()]);
       continue;
     }
     std::vector<const TensorEntry*> members;
@@ -143,7 +143,7 @@ void CollectiveExecutor::execute_fused(const Response& response,
   }
 }
 
-void CollectiveExecutor::execute(const Response& response, TensorEntry entry) {
+void CollectiveExecutor::execute(const Response& response, const TensorEntry& entry) {
   try {
     if (response.error_kind != ErrorKind::kNone) {
       entry.work->fail(make_error(response.error_kind, response.error_message));

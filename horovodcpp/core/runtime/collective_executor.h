@@ -60,7 +60,7 @@ class CollectiveExecutor {
   // nullopt when this rank has nothing to run for it.
   std::optional<TensorEntry> take(const Response& response, TensorQueue& queue);
   // One response's collective on its one entry.
-  void execute(const Response& response, TensorEntry entry);
+  void execute(const Response& response, const TensorEntry& entry);
   // A fused allreduce group (two or more), completed or failed together.
   void execute_fused(const Response& response, const std::vector<const TensorEntry*>& group);
 

@@ -175,8 +175,11 @@ killed_checks() {  # log rc seconds survivors-pattern...: why-text
   shift 3
   [ "$rc" -eq 0 ] && why+="exited 0; "
   [ "$took" -gt 20 ] && why+="took ${took}s (bound 20 s); "
+  # A peer on rank 3's node may see the death first in shared memory
+  # ("rank 3 (pid N) died"), the others as a silent peer.
   for pattern in "$@"; do
-    grep -qE "$pattern.*rank 3 stopped answering" "$log" || why+="'$pattern' does not name rank 3; "
+    grep -qE "$pattern.*rank 3 (stopped answering|\(pid [0-9]+\) died)" "$log" ||
+      why+="'$pattern' does not name rank 3; "
   done
   sleep 1
   local left

@@ -404,17 +404,24 @@ long long sum_over_ranks(Sync sync, long long value) {
   return out;
 }
 
+// Seconds one call of `body` takes, started after a barrier.
+template <typename Body>
+double timed_after_barrier(Sync sync, Body&& body) {
+  barrier(sync);
+  const auto start = std::chrono::steady_clock::now();
+  body();
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(stop - start).count();
+}
+
 // Max over ranks of this rank's average seconds per iteration of `body`,
 // every iteration starting after a barrier.
 template <typename Body>
 double time_per_iteration(Sync sync, int warmup, int iters, Body&& body) {
   double total = 0;
   for (int it = 0; it < warmup + iters; ++it) {
-    barrier(sync);
-    const auto start = std::chrono::steady_clock::now();
-    body();
-    const auto stop = std::chrono::steady_clock::now();
-    if (it >= warmup) total += std::chrono::duration<double>(stop - start).count();
+    const double seconds = timed_after_barrier(sync, body);
+    if (it >= warmup) total += seconds;
   }
   return max_over_ranks(sync, total / iters);
 }
@@ -546,9 +553,6 @@ struct Result {
   long long wrong = -1;  // wrong elements summed over ranks; -1: not checked
 };
 
-// In place, the values change from one timed iteration to the next (Sum
-// grows); that does not change the work done. --check verifies one separate
-// call on freshly filled buffers.
 // One column's allreduce of the step's buffer: how it synchronises and the
 // call it times.
 struct Side {
@@ -585,6 +589,9 @@ long long check(const Options& options, const Step& step, void* buffer, int rank
   return wrong;
 }
 
+// In place, the values change from one timed iteration to the next (Sum
+// grows); that does not change the work done. --check verifies one separate
+// call on freshly filled buffers.
 Result measure(const Options& options, const Step& step, void* buffer, int rank, int n,
                const Side& side) {
   Result result;
@@ -604,11 +611,8 @@ std::pair<Result, Result> measure_interleaved(const Options& options, const Step
   double total[2] = {0, 0};
   for (int it = 0; it < step.warmup + step.iters; ++it) {
     for (int s = 0; s < 2; ++s) {
-      barrier(sides[s].sync);
-      const auto start = std::chrono::steady_clock::now();
-      sides[s].call();
-      const auto stop = std::chrono::steady_clock::now();
-      if (it >= step.warmup) total[s] += std::chrono::duration<double>(stop - start).count();
+      const double seconds = timed_after_barrier(sides[s].sync, sides[s].call);
+      if (it >= step.warmup) total[s] += seconds;
     }
   }
   mpi.seconds = max_over_ranks(Sync::kMpi, total[0] / step.iters);

@@ -249,6 +249,33 @@ TEST_F(TwoRanks, FlagsForceTheFullRound) {
   }
 }
 
+TEST_F(TwoRanks, BarriersHitTheCacheJoinsNever) {
+  for (OpType op : {OpType::kBarrier, OpType::kJoin}) {
+    const std::string name = op == OpType::kBarrier ? "barrier" : "join";
+    Cycle c;
+    for (int rank = 0; rank < 2; ++rank) {
+      Request r;
+      r.rank = rank;
+      r.op_type = op;
+      r.name = name;
+      c.submit[rank] = {r};
+    }
+    Response agreed;
+    agreed.op_type = op;
+    agreed.name = name;
+    for (int round = 0; round < 3; ++round) {
+      auto out = agree(c);
+      const bool hit = op == OpType::kBarrier && round > 0;
+      for (auto& o : out) {
+        EXPECT_EQ(o.full_round, !hit) << name << " round " << round;
+        EXPECT_EQ(names(o.ready), hit ? std::vector<std::string>{name} : std::vector<std::string>{})
+            << name << " round " << round;
+      }
+      update(hit ? std::vector<Response>{} : std::vector<Response>{agreed});
+    }
+  }
+}
+
 class TwoRanksStall : public TwoRanks {
  protected:
   TwoRanksStall() : TwoRanks(8, std::chrono::milliseconds(1000)) {}

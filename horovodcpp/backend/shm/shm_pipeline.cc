@@ -1,5 +1,7 @@
 #include "backend/shm/shm_pipeline.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 #include <utility>
@@ -30,17 +32,27 @@ void ChunkPipeline::name_ranks(std::vector<int> names) {
   names_ = std::move(names);
 }
 
-bool ChunkPipeline::all_at_least(Counter counter, std::uint64_t value) const {
+bool ChunkPipeline::all_at_least(Counter counter, std::uint64_t value) {
+  if (reached_by_all_[counter] >= value) return true;
+  std::uint64_t lowest = UINT64_MAX;
   for (int r = 0; r < ranks_; ++r) {
-    if (segment_.record(r).counters[counter].value.load(std::memory_order_acquire) < value) {
-      return false;
-    }
+    // seq_cst: a rank about to sleep asks again here (shm_wait.h).
+    const std::uint64_t reached =
+        segment_.record(r).counters[counter].value.load(std::memory_order_seq_cst);
+    if (reached < value) return false;
+    lowest = std::min(lowest, reached);
   }
+  reached_by_all_[counter] = lowest;
   return true;
 }
 
-void ChunkPipeline::publish(Counter counter, std::uint64_t value) const {
-  segment_.record(rank_).counters[counter].value.store(value, std::memory_order_release);
+void ChunkPipeline::publish(Counter counter, std::uint64_t value, bool wake) const {
+  std::atomic<std::uint64_t>& mine = segment_.record(rank_).counters[counter].value;
+  if (!wake) {
+    mine.store(value, std::memory_order_release);
+    return;
+  }
+  mine.store(value, std::memory_order_seq_cst);
   ring(segment_.header().doorbell);
 }
 

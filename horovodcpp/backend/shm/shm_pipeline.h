@@ -9,10 +9,14 @@
 // through a fixed amount of memory. A slot is refilled only after every rank
 // has drained the chunk that used it before.
 //
-// Steps are published as per-rank counters (release) and read by the others
-// (acquire), then the doorbell rings. The loop does whatever step is
-// possible, the reduce first (the others wait for it), and waits
-// (shm_wait.h) only when none is.
+// Steps are published as per-rank counters (seq_cst stores, then the
+// doorbell rings for any rank asleep) and read by the others. Collectives
+// that only move data have no reduce step: a rank drains a chunk once
+// every rank has filled it, and its reduced counter only keeps in step.
+// The loop does whatever step is possible, the reduce first (the others
+// wait for it), and waits (shm_wait.h) only when none is. What a rank last
+// read of its peers' counters is remembered: they only grow, so a slot
+// that every rank had drained is not asked about again.
 #pragma once
 
 #include <cstdint>
@@ -53,8 +57,9 @@ class ChunkPipeline {
 
  private:
   int stage_of(std::uint64_t chunk) const { return static_cast<int>(chunk % stages_); }
-  bool all_at_least(Counter counter, std::uint64_t value) const;
-  void publish(Counter counter, std::uint64_t value) const;
+  bool all_at_least(Counter counter, std::uint64_t value);
+  // Stores this rank's counter; `wake`: rings for ranks that may wait on it.
+  void publish(Counter counter, std::uint64_t value, bool wake = true) const;
   void check_usable(const char* what) const;
   // Throws if a rank this one waits for (counter below `needed`) has died or
   // a peer gave up; past the timeout, throws naming the ranks behind. `base`
@@ -70,6 +75,8 @@ class ChunkPipeline {
   // checked for liveness (one in another pid namespace would look dead).
   std::vector<bool> watched_;
   std::vector<int> names_;
+  // Per counter, the lowest value of any rank when last read.
+  std::uint64_t reached_by_all_[kNumCounters] = {};
   std::uint64_t next_chunk_ = 0;  // chunk number the next call starts at
   bool broken_ = false;
 };
@@ -82,34 +89,40 @@ void ChunkPipeline::run(const char* what, std::uint64_t chunks, bool reduces, Fi
   const std::uint64_t base = next_chunk_;
   const std::uint64_t end = base + chunks;
   std::uint64_t filled = base, reduced = base, drained = base;
+  // What a chunk's drain waits for.
+  const Counter drain_after = reduces ? kReduced : kFilled;
+  // The slot of chunk `filled` was last used by chunk filled - stages.
+  auto can_reduce = [&] { return reduced < filled && all_at_least(kFilled, reduced + 1); };
+  auto can_fill = [&] {
+    return filled < end && (filled < stages_ || all_at_least(kDrained, filled - stages_ + 1));
+  };
+  auto can_drain = [&] { return drained < reduced && all_at_least(drain_after, drained + 1); };
   Backoff backoff(policy_, segment_.header().doorbell);
   try {
     while (drained < end) {
-      const std::uint32_t rings = backoff.rings();  // before looking at the counters
       bool progress = false;
-      if (reduced < filled && all_at_least(kFilled, reduced + 1)) {
+      if (can_reduce()) {
         reduce(reduced - base, stage_of(reduced));
         publish(kReduced, ++reduced);
         progress = true;
       }
-      // The slot of chunk `filled` was last used by chunk filled - stages.
-      if (filled < end && (filled < stages_ || all_at_least(kDrained, filled - stages_ + 1))) {
+      if (can_fill()) {
         fill(filled - base, stage_of(filled));
         publish(kFilled, ++filled);
-        if (!reduces) publish(kReduced, reduced = filled);  // counters stay in step
+        if (!reduces) publish(kReduced, reduced = filled, /*wake=*/false);  // in step
         progress = true;
       }
-      if (drained < reduced && all_at_least(kReduced, drained + 1)) {
+      if (can_drain()) {
         drain(drained - base, stage_of(drained));
         publish(kDrained, ++drained);
         progress = true;
       }
       if (progress) {
         backoff.reset();
-      } else if (backoff.wait(rings)) {
+      } else if (backoff.wait([&] { return can_reduce() || can_fill() || can_drain(); })) {
         // What this rank waits for, in the loop's order of preference.
         if (drained < reduced) {
-          check_peers(what, kReduced, drained + 1, base, chunks, backoff);
+          check_peers(what, drain_after, drained + 1, base, chunks, backoff);
         } else if (reduced < filled) {
           check_peers(what, kFilled, reduced + 1, base, chunks, backoff);
         } else {

@@ -74,45 +74,49 @@ bool process_alive(const ProcessId& process) {
 }
 
 void ring(Doorbell& bell) {
-  // seq_cst with the sleeper's increment and re-read (Backoff::sleep): either
-  // this sees the sleeper, or the sleeper sees this ring and does not sleep.
-  bell.rings.fetch_add(1, std::memory_order_seq_cst);
   if (bell.sleepers.load(std::memory_order_seq_cst) == 0) return;
+  bell.rings.fetch_add(1, std::memory_order_seq_cst);
   syscall(SYS_futex, &bell.rings, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
-bool Backoff::wait(std::uint32_t seen) {
+Backoff::Step Backoff::step() {
   const Clock::time_point now = Clock::now();
   if (!waiting_) {
     waiting_ = true;
     start_ = now;
     next_check_ = now + policy_.check_interval;
   }
+  Step next;
   const auto spin_for = policy_.spin ? policy_.spin_for : std::chrono::nanoseconds(0);
   if (now - start_ < spin_for) {
     cpu_relax();  // ~65 cycles on AMD Zen: a peer's progress is seen within ~0.1 us
   } else if (now - start_ < spin_for + kYieldFor) {
     sched_yield();  // a peer waiting for this core runs now
   } else if (now < next_check_) {
-    sleep(seen, next_check_ - now);
+    next.sleep = next_check_ - now;
   }
-  if (now < next_check_) return false;
-  next_check_ = now + policy_.check_interval;
-  return true;
+  if (now >= next_check_) {
+    next_check_ = now + policy_.check_interval;
+    next.check_due = true;
+  }
+  return next;
+}
+
+std::uint32_t Backoff::begin_sleep() {
+  bell_.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  return bell_.rings.load(std::memory_order_seq_cst);
 }
 
 void Backoff::sleep(std::uint32_t seen, std::chrono::nanoseconds limit) {
-  bell_.sleepers.fetch_add(1, std::memory_order_seq_cst);
-  if (bell_.rings.load(std::memory_order_seq_cst) == seen) {
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(limit);
-    struct timespec timeout = {static_cast<time_t>(seconds.count()),
-                               static_cast<long>((limit - seconds).count())};
-    // Returns when woken, at the timeout, on a signal, or at once if the
-    // word no longer equals `seen`: the caller re-checks in every case.
-    syscall(SYS_futex, &bell_.rings, FUTEX_WAIT, seen, &timeout, nullptr, 0);
-  }
-  bell_.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(limit);
+  struct timespec timeout = {static_cast<time_t>(seconds.count()),
+                             static_cast<long>((limit - seconds).count())};
+  // Returns when woken, at the timeout, on a signal, or at once if the word
+  // no longer equals `seen` (it rang since): the caller re-checks in every case.
+  syscall(SYS_futex, &bell_.rings, FUTEX_WAIT, seen, &timeout, nullptr, 0);
 }
+
+void Backoff::end_sleep() { bell_.sleepers.fetch_sub(1, std::memory_order_seq_cst); }
 
 std::chrono::nanoseconds Backoff::waited() const {
   if (!waiting_) return std::chrono::nanoseconds(0);

@@ -27,11 +27,11 @@ void clear_bit(std::vector<std::uint64_t>& words, std::size_t base, std::size_t 
   words[base + slot / 64] &= ~(std::uint64_t{1} << (slot % 64));
 }
 
-// Grouped tensors and barriers always take the full round: a group must be
-// released as a whole, and barriers have a new automatic name every time.
+// Grouped tensors and joins always take the full round: a group must be
+// released as a whole, and a join is answered by rank 0. A barrier (one
+// name every time) hits like a tensor: in a loop it costs one bit exchange.
 bool cacheable(const Request& request) {
-  return request.op_type != OpType::kJoin && request.op_type != OpType::kBarrier &&
-         request.group_id.empty();
+  return request.op_type != OpType::kJoin && request.group_id.empty();
 }
 
 }  // namespace

@@ -21,9 +21,8 @@ std::shared_ptr<Runtime> current() {
   return g_runtime;
 }
 
-Work submit(const ProcessSet& process_set, OpType op_type, const std::string& name,
-            const TensorView& input, const TensorView& output, ReduceOp op = ReduceOp::kSum,
-            int root_rank = 0, double prescale = 1.0, double postscale = 1.0) {
+Request request_of(OpType op_type, const std::string& name, ReduceOp op = ReduceOp::kSum,
+                   int root_rank = 0, double prescale = 1.0, double postscale = 1.0) {
   Request request;
   request.op_type = op_type;
   request.name = name;
@@ -31,7 +30,14 @@ Work submit(const ProcessSet& process_set, OpType op_type, const std::string& na
   request.root_rank = root_rank;
   request.prescale_factor = prescale;
   request.postscale_factor = postscale;
-  return current()->submit(std::move(request), input, output, process_set);
+  return request;
+}
+
+Work submit(const ProcessSet& process_set, OpType op_type, const std::string& name,
+            const TensorView& input, const TensorView& output, ReduceOp op = ReduceOp::kSum,
+            int root_rank = 0, double prescale = 1.0, double postscale = 1.0) {
+  return current()->submit(request_of(op_type, name, op, root_rank, prescale, postscale), input,
+                           output, process_set);
 }
 
 // Under g_runtime_mutex.
@@ -146,12 +152,14 @@ Work allreduce_async(const TensorView& tensor, const std::string& name, ReduceOp
 void allreduce(const TensorView& input, const TensorView& output, const std::string& name,
                ReduceOp op, double prescale_factor, double postscale_factor,
                const ProcessSet& process_set) {
-  allreduce_async(input, output, name, op, prescale_factor, postscale_factor, process_set).wait();
+  current()->run_blocking(
+      request_of(OpType::kAllreduce, name, op, 0, prescale_factor, postscale_factor), input, output,
+      process_set);
 }
 
 void allreduce(const TensorView& tensor, const std::string& name, ReduceOp op,
                double prescale_factor, double postscale_factor, const ProcessSet& process_set) {
-  allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set).wait();
+  allreduce(tensor, tensor, name, op, prescale_factor, postscale_factor, process_set);
 }
 
 Work allgather_async(const TensorView& input, const std::string& name,
@@ -308,7 +316,7 @@ std::vector<Tensor> grouped_reducescatter(const std::vector<TensorView>& inputs,
 
 void barrier(const ProcessSet& process_set) {
   TensorView nothing(nullptr, DataType::kUInt8, {0});
-  submit(process_set, OpType::kBarrier, "", nothing, nothing).wait();
+  current()->run_blocking(request_of(OpType::kBarrier, ""), nothing, nothing, process_set);
 }
 
 int join() {

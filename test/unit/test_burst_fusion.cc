@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/runtime/coordinator.h"
+#include "counting_backend.h"
 #include "horovodcpp/work.h"
 
 namespace hvd {
@@ -68,20 +69,6 @@ bool eventually(Condition condition) {
   }
   return true;
 }
-
-// Counts the CPU collectives it runs (one rank: the input is the result).
-class CountingBackend : public Backend {
- public:
-  const char* name() const override { return "counting"; }
-  BackendCapabilities capabilities() const override { return {}; }
-  void allreduce(void*, std::size_t, DataType, ReduceOp) override { ++allreduces; }
-  void allgatherv(const void*, void*, const std::vector<std::size_t>&, DataType) override {}
-  void broadcast(void*, std::size_t, DataType, int) override {}
-  void alltoallv(const void*, const std::vector<std::size_t>&, void*,
-                 const std::vector<std::size_t>&, DataType) override {}
-  void reducescatter(void*, void*, const std::vector<std::size_t>&, DataType, ReduceOp) override {}
-  std::atomic<int> allreduces{0};
-};
 
 // Records how many tensors each allreduce it is given holds, and completes them.
 class RecordingDevice : public DeviceOperations {

@@ -122,5 +122,35 @@ TEST(WorkStateTest, OnDoneRunsOnceOnTheCompletingThreadOrAtOnce) {
   EXPECT_EQ(calls, 2);
 }
 
+TEST(TensorQueueAlone, TheNameIsHeldUntilReleasedOrAdopted) {
+  TensorQueue queue;
+  const std::string name = "loss";
+  std::vector<float> data = {1};
+  auto entry = [&] {
+    TensorEntry e;
+    e.request.op_type = OpType::kAllreduce;
+    e.request.name = name;
+    e.input = TensorView(data.data(), DataType::kFloat32, {1});
+    e.output = e.input;
+    e.work = std::make_shared<detail::WorkState>(queue.wakeup());
+    return e;
+  };
+  ASSERT_TRUE(queue.reserve_alone(&name));
+  EXPECT_THROW(queue.push(entry()), InvalidArgument);
+  std::vector<TensorEntry> batch;
+  batch.push_back(entry());
+  EXPECT_THROW(queue.push_all(std::move(batch)), InvalidArgument);
+  queue.release_alone();
+  queue.push(entry());
+  EXPECT_FALSE(queue.reserve_alone(&name));  // something is in flight
+  ASSERT_TRUE(queue.try_take(name).has_value());
+
+  ASSERT_TRUE(queue.reserve_alone(&name));
+  queue.adopt_alone(entry());
+  EXPECT_TRUE(queue.pop_new_requests().empty());  // in flight, not new
+  EXPECT_THROW(queue.push(entry()), InvalidArgument);
+  EXPECT_TRUE(queue.try_take(name).has_value());
+}
+
 }  // namespace
 }  // namespace hvd

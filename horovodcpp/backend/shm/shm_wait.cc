@@ -25,6 +25,9 @@ namespace {
 // not running needs this core (or another) first: spin briefly (the
 // policy's spin_for), then yield, then sleep until the doorbell rings.
 constexpr auto kYieldFor = std::chrono::microseconds(100);
+// While spinning, the clock is read only every this many spins: a read
+// takes longer than a look at the peers' counters.
+constexpr int kSpinsPerClockRead = 16;
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -80,6 +83,11 @@ void ring(Doorbell& bell) {
 }
 
 Backoff::Step Backoff::step() {
+  if (spinning_ && ++spins_ < kSpinsPerClockRead) {
+    cpu_relax();
+    return {};
+  }
+  spins_ = 0;
   const Clock::time_point now = Clock::now();
   if (!waiting_) {
     waiting_ = true;
@@ -88,7 +96,8 @@ Backoff::Step Backoff::step() {
   }
   Step next;
   const auto spin_for = policy_.spin ? policy_.spin_for : std::chrono::nanoseconds(0);
-  if (now - start_ < spin_for) {
+  spinning_ = now - start_ < spin_for;
+  if (spinning_) {
     cpu_relax();  // ~65 cycles on AMD Zen: a peer's progress is seen within ~0.1 us
   } else if (now - start_ < spin_for + kYieldFor) {
     sched_yield();  // a peer waiting for this core runs now

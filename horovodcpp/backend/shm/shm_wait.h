@@ -46,7 +46,10 @@ class Backoff {
   Backoff(const WaitPolicy& policy, Doorbell& bell) : policy_(policy), bell_(bell) {}
 
   // Progress was made: the next wait starts from a short spin again.
-  void reset() { waiting_ = false; }
+  void reset() {
+    waiting_ = false;
+    spinning_ = false;
+  }
   // No progress was possible: waits a little, or sleeps until the doorbell
   // rings, unless `ready()` (the caller's check for progress, with seq_cst
   // loads of the counters), asked again once this rank counts as a
@@ -76,6 +79,8 @@ class Backoff {
   const WaitPolicy& policy_;
   Doorbell& bell_;
   bool waiting_ = false;
+  bool spinning_ = false;  // the last clock read was within the spin
+  int spins_ = 0;          // since the last clock read
   Clock::time_point start_;
   Clock::time_point next_check_;
 };

@@ -21,6 +21,7 @@ void TensorQueue::push(TensorEntry entry) {
   // One entry (the common case of a small collective): no batch to check.
   std::unique_lock<std::mutex> lock(mutex_);
   if (closed_reason_) std::rethrow_exception(closed_reason_);
+  if (alone_ && *alone_ == entry.request.name) refuse_name_in_flight(*alone_);
   const std::size_t bytes = entry.input.size_bytes();
   std::pair<decltype(entries_)::iterator, bool> placed;
   if (spare_.empty()) {
@@ -45,7 +46,9 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
   std::unordered_set<std::string> names;
   for (const TensorEntry& entry : entries) {
     const std::string& name = entry.request.name;
-    if (entries_.count(name) != 0 || !names.insert(name).second) refuse_name_in_flight(name);
+    if (entries_.count(name) != 0 || (alone_ && *alone_ == name) || !names.insert(name).second) {
+      refuse_name_in_flight(name);
+    }
   }
   std::size_t bytes = 0;
   for (TensorEntry& entry : entries) {
@@ -115,6 +118,29 @@ const TensorView* TensorQueue::input_of(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(name);
   return it == entries_.end() ? nullptr : &it->second.input;
+}
+
+bool TensorQueue::reserve_alone(const std::string* name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_reason_ || !entries_.empty()) return false;
+  alone_ = name;
+  return true;
+}
+
+void TensorQueue::release_alone() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  alone_ = nullptr;
+}
+
+void TensorQueue::adopt_alone(TensorEntry entry) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  HVD_CHECK(alone_ && *alone_ == entry.request.name, Error,
+            "adopt_alone of '" << entry.request.name << "', which was not reserved");
+  alone_ = nullptr;
+  // Its name was reserved, and the queue closes only from the cycle that
+  // adopts it: it goes in.
+  entries_.emplace(entry.request.name, std::move(entry));
+  entry_count_ = entries_.size();
 }
 
 std::vector<TensorEntry> TensorQueue::close(std::exception_ptr reason) {

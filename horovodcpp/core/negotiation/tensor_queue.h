@@ -56,6 +56,17 @@ class TensorQueue {
   // take(), for the thread that will take() it.
   const TensorView* input_of(const std::string& name) const;
 
+  // A blocking collective that its caller runs in a cycle of its own
+  // (Coordinator::run_alone) is in flight without an entry: while nothing
+  // else is, reserve_alone() holds its name (`name` must outlive the
+  // reservation; pushes of it are refused) and returns true; false if
+  // other entries are in flight or the queue is closed. It ends with
+  // release_alone(), or with adopt_alone(), which makes the call an entry
+  // in flight (not a new submission: its request has gone out).
+  bool reserve_alone(const std::string* name);
+  void release_alone();
+  void adopt_alone(TensorEntry entry);
+
   // What this queue's Works signal when a thread waits for them.
   const std::shared_ptr<CoordinatorWakeup>& wakeup() const { return wakeup_; }
   // New submissions of at least `bytes` in all need a cycle at once: a full
@@ -91,6 +102,7 @@ class TensorQueue {
   // Submitted since the last pop, in order: entries_'s own elements (a map
   // node stays put until erased; try_take drops one taken before its pop).
   std::vector<const TensorEntry*> new_entries_;
+  const std::string* alone_ = nullptr;  // reserve_alone's name
   std::exception_ptr closed_reason_;
 };
 

@@ -81,12 +81,15 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<const Response*>& 
 
 bool CollectiveExecutor::inline_input(const Request& request, std::size_t capacity,
                                       TensorQueue& queue, std::string& out) const {
+  return inline_input(request, capacity, queue.input_of(request.name), out);
+}
+
+bool CollectiveExecutor::inline_input(const Request& request, std::size_t capacity,
+                                      const TensorView* input, std::string& out) const {
   if (request.op_type != OpType::kAllreduce || request.reduce_op == ReduceOp::kAdasum ||
-      request.device.type != DeviceType::kCPU || !request.error.empty()) {
+      request.device.type != DeviceType::kCPU || !request.error.empty() || !input) {
     return false;
   }
-  const TensorView* input = queue.input_of(request.name);
-  if (!input) return false;
   const std::size_t bytes = input->size_bytes();
   if (bytes == 0 || bytes > capacity) return false;
   out.resize(bytes);
@@ -101,24 +104,9 @@ std::size_t CollectiveExecutor::execute_inline(const Response& response,
   std::optional<TensorEntry> entry = take(response, queue);
   if (!entry) return 0;
   try {
-    const Request& request = entry->request;
-    const std::size_t count = entry->input.num_elements();
-    const std::size_t bytes = count * dtype_size(request.dtype);
     const bool traced = trace_.active();
     const auto start = ExecutionTrace::now_if(traced);
-    inline_sources_.clear();
-    for (const std::string& input : inputs) {
-      HVD_CHECK(input.size() == bytes, Error,
-                "inline allreduce of '" << request.name << "': a rank sent " << input.size()
-                                        << " bytes, this rank has " << bytes);
-      inline_sources_.push_back(input.data());
-    }
-    const ReduceOp op =
-        request.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : request.reduce_op;
-    reduce_many(request.dtype, op, entry->output.data, inline_sources_.data(),
-                inline_sources_.size(), count);
-    scale_in_place(request.dtype, entry->output.data, count,
-                   average_divisor(request.reduce_op, topology_.size), request.postscale_factor);
+    const std::size_t bytes = reduce_inline(entry->request, entry->output, inputs);
     if (traced) trace_.record({&*entry}, "INLINE_ALLREDUCE", start, TimelineClock::now());
     entry->work->complete();
     return bytes;
@@ -126,6 +114,25 @@ std::size_t CollectiveExecutor::execute_inline(const Response& response,
     entry->work->fail(std::current_exception());
     return 0;
   }
+}
+
+std::size_t CollectiveExecutor::reduce_inline(const Request& request, const TensorView& output,
+                                              const std::vector<std::string>& inputs) {
+  const std::size_t count = output.num_elements();
+  const std::size_t bytes = count * dtype_size(request.dtype);
+  inline_sources_.clear();
+  for (const std::string& input : inputs) {
+    HVD_CHECK(input.size() == bytes, Error,
+              "inline allreduce of '" << request.name << "': a rank sent " << input.size()
+                                      << " bytes, this rank has " << bytes);
+    inline_sources_.push_back(input.data());
+  }
+  const ReduceOp op = request.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : request.reduce_op;
+  reduce_many(request.dtype, op, output.data, inline_sources_.data(), inline_sources_.size(),
+              count);
+  scale_in_place(request.dtype, output.data, count,
+                 average_divisor(request.reduce_op, topology_.size), request.postscale_factor);
+  return bytes;
 }
 
 void CollectiveExecutor::execute_fused(const Response& response,

@@ -44,12 +44,19 @@ class CollectiveExecutor {
   // Adasum) in flight in `queue`.
   bool inline_input(const Request& request, std::size_t capacity, TensorQueue& queue,
                     std::string& out) const;
+  // The same for a request whose input is `input` (null: none).
+  bool inline_input(const Request& request, std::size_t capacity, const TensorView* input,
+                    std::string& out) const;
   // Completes `response`'s allreduce from every rank's inline input
   // (`inputs`, by rank): each rank reduces them in rank order, as the
   // shared-memory backend reduces a small tensor, so all get the same
   // bits. Never throws. Returns the bytes of this rank's tensor.
   std::size_t execute_inline(const Response& response, const std::vector<std::string>& inputs,
                              TensorQueue& queue);
+  // That reduction into `output` for this rank's `request`; throws if a
+  // rank's input has another size. Returns the bytes of `output`.
+  std::size_t reduce_inline(const Request& request, const TensorView& output,
+                            const std::vector<std::string>& inputs);
 
   std::size_t fusion_threshold() const { return fusion_threshold_; }
   // Every rank must switch at the same cycle (they plan fusion alike).

@@ -78,6 +78,22 @@ std::string shutdown_message(const std::vector<std::int32_t>& ranks) {
 
 }  // namespace
 
+// When the thread leaves with work still urgent (another thread waits), it
+// hands the cycles back at once.
+class Coordinator::Helping {
+ public:
+  explicit Helping(Coordinator& coordinator) : c_(coordinator) { c_.helping_ = true; }
+  ~Helping() {
+    c_.helping_ = false;
+    if (c_.queue_.urgent()) c_.queue_.wakeup()->wake();
+  }
+  Helping(const Helping&) = delete;
+  Helping& operator=(const Helping&) = delete;
+
+ private:
+  Coordinator& c_;
+};
+
 CoordinatorSettings CoordinatorSettings::read() {
   using settings::Setting;
   CoordinatorSettings s;
@@ -114,7 +130,10 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
     cache_ = std::make_unique<CacheNegotiation>(settings.cache_capacity,
                                                 hit_stall_time(stall_inspector_));
     inline_input_ = [this](const Request& request, std::size_t capacity, std::string& out) {
-      return executor_.inline_input(request, capacity, queue_, out);
+      const TensorView* input = alone_ && request.name == alone_->request.name
+                                    ? &alone_->input
+                                    : queue_.input_of(request.name);
+      return executor_.inline_input(request, capacity, input, out);
     };
   }
   if (global_set && controller.topology().rank == 0 && settings.autotune.enabled) {
@@ -172,17 +191,7 @@ void Coordinator::loop() {
 bool Coordinator::help(const std::function<bool()>& done) {
   std::unique_lock<std::mutex> lock(cycle_mutex_, std::try_to_lock);
   if (!lock.owns_lock() || ended_) return false;
-  // While this thread runs the cycles the coordinator's thread stays out
-  // of the way (loop); when it leaves with work still urgent (another
-  // thread waits), it hands the cycles back at once.
-  struct Helping {
-    Coordinator& c;
-    explicit Helping(Coordinator& coordinator) : c(coordinator) { c.helping_ = true; }
-    ~Helping() {
-      c.helping_ = false;
-      if (c.queue_.urgent()) c.queue_.wakeup()->wake();
-    }
-  } helping(*this);
+  const Helping helping(*this);  // the coordinator's thread stays out of the way (loop)
   const SigpipeBlocked blocked(!sigpipe_free_);  // three system calls: only where needed
   while (!done()) {
     if (!cycle()) return true;  // every pending operation has failed
@@ -196,6 +205,39 @@ bool Coordinator::help(const std::function<bool()>& done) {
     }
   }
   return true;
+}
+
+bool Coordinator::run_alone(AloneCall& call) {
+  const Request& request = call.request;
+  const std::size_t bytes = call.input.size_bytes();
+  const bool barrier = request.op_type == OpType::kBarrier;
+  const bool goes_inline = request.op_type == OpType::kAllreduce &&
+                           request.reduce_op != ReduceOp::kAdasum &&
+                           request.device.type == DeviceType::kCPU && bytes > 0 &&
+                           bytes <= controller_.payload_capacity();
+  if (!cache_ || !(barrier || goes_inline) || !request.error.empty() ||
+      (timeline_ && timeline_->active())) {
+    return false;
+  }
+  // Waits if another thread runs a cycle (mostly the coordinator's, looking
+  // whether one is due): falling back would queue the call and sleep until
+  // that thread has run it.
+  std::unique_lock<std::mutex> lock(cycle_mutex_);
+  if (ended_ || stop_requested_ || join_pending_) return false;
+  if (!queue_.reserve_alone(&request.name)) return false;
+  {
+    const Helping helping(*this);
+    const SigpipeBlocked blocked(!sigpipe_free_);
+    alone_ = &call;
+    cycle();
+    alone_ = nullptr;
+  }
+  if (call.work) return true;  // queued: its Work reports its end, errors included
+  queue_.release_alone();
+  if (call.done) return true;
+  // The cycle failed before the call was queued.
+  HVD_CHECK(ended_by_ != nullptr, Error, "a cycle ended without completing or queueing its call");
+  std::rethrow_exception(ended_by_);
 }
 
 bool Coordinator::cycle() {
@@ -264,6 +306,7 @@ std::chrono::microseconds Coordinator::in_flight_backoff() {
 bool Coordinator::run_cycle() {
   cycle_start_ = std::chrono::steady_clock::now();
   std::vector<Request> new_requests = pop_new_requests();
+  if (alone_) new_requests.push_back(alone_->request);
   const bool submitted = !new_requests.empty();
   for (const Request& request : new_requests) {
     if (request.op_type == OpType::kJoin) join_pending_ = true;
@@ -287,6 +330,15 @@ bool Coordinator::run_cycle() {
     inline_data = outcome.inline_data;
   } else {
     mine.requests = std::move(new_requests);
+  }
+  if (alone_) {
+    // Served from the cache on every rank, alone; an allreduce with every
+    // rank's input (a barrier has nothing to run).
+    const bool done = !full_round && responses.size() == 1 &&
+                      responses.front()->name == alone_->request.name &&
+                      (inline_data || alone_->request.op_type == OpType::kBarrier);
+    if (done) return finish_alone();
+    queue_alone();
   }
   ResponseList agreed;
   if (full_round) {
@@ -317,6 +369,36 @@ bool Coordinator::run_cycle() {
       agreed.shutdown_ranks.empty() ? agreed.stall_error : shutdown_message(agreed.shutdown_ranks);
   fail_everything_left(std::make_exception_ptr(RankFailure(reason)));
   return false;
+}
+
+bool Coordinator::finish_alone() {
+  AloneCall& call = *alone_;
+  alone_ = nullptr;
+  std::size_t bytes = 0;
+  try {
+    if (call.request.op_type == OpType::kAllreduce) {
+      bytes = executor_.reduce_inline(call.request, call.output, cache_->inline_inputs());
+    }
+  } catch (...) {
+    call.error = std::current_exception();
+  }
+  call.done = true;
+  idle_cycle_ = false;
+  if (autotuner_) autotune(bytes);
+  cache_->update({});
+  return true;
+}
+
+void Coordinator::queue_alone() {
+  AloneCall& call = *alone_;
+  alone_ = nullptr;
+  TensorEntry entry;
+  entry.request = call.request;  // a copy: the name stays reserved until adopted
+  entry.input = call.input;
+  entry.output = call.output;
+  entry.work = std::make_shared<detail::WorkState>(queue_.wakeup());
+  call.work = entry.work;
+  queue_.adopt_alone(std::move(entry));
 }
 
 std::vector<Request> Coordinator::pop_new_requests() {
@@ -389,6 +471,7 @@ void Coordinator::apply_tuning(const ResponseList& agreed) {
 }
 
 void Coordinator::fail_everything_left(std::exception_ptr reason) {
+  ended_by_ = reason;
   for (TensorEntry& entry : queue_.close(reason)) entry.work->fail(reason);
 }
 

@@ -4,6 +4,8 @@
 // Requests that hit the response cache skip rank 0 (see CacheNegotiation).
 // A thread that waits for a result runs the cycles itself while nobody else
 // does (help): one thread, not a hand-over and back, per blocking collective.
+// A lone blocking allreduce that goes inline runs without a queue entry or
+// a Work at all (run_alone).
 #pragma once
 
 #include <atomic>
@@ -50,6 +52,22 @@ struct CoordinatorSettings {
   static CoordinatorSettings read();
 };
 
+// A blocking CPU allreduce or a barrier whose caller runs it in a cycle of
+// its own (Coordinator::run_alone). The request is checked and named
+// (ProcessSetRuntime).
+struct AloneCall {
+  AloneCall(Request r, const TensorView& in, const TensorView& out)
+      : request(std::move(r)), input(in), output(out) {}
+  Request request;
+  const TensorView& input;  // the caller's, for the whole call
+  const TensorView& output;
+  // Set when the cycle could not complete it: then it is an entry in
+  // flight like any other, and the caller waits for this.
+  std::shared_ptr<detail::WorkState> work;
+  bool done = false;         // completed in the cycle (output written)
+  std::exception_ptr error;  // of a done call
+};
+
 class Coordinator {
  public:
   // Rank 0 of the global set autotunes if `settings.autotune` says so.
@@ -67,7 +85,21 @@ class Coordinator {
   // Asks every rank to stop at the next cycle; returns once this rank has.
   void stop();
 
+  // Runs `call` in a cycle on this thread, if nothing else of this rank is
+  // in flight (after any cycle another thread runs): when it hits the
+  // response cache on every rank, alone, and (an allreduce) every rank's
+  // input came with the bit vector (the inline allreduce), it completes
+  // there (done; no entry, no Work, no queue). Otherwise it ends the
+  // cycle as a queued entry (work set). False if it did not run (the
+  // caller submits it as usual). Throws the error that stopped the
+  // coordinator if one did before it was queued.
+  bool run_alone(AloneCall& call);
+
  private:
+  // While a thread other than the coordinator's runs the cycles (help,
+  // run_alone): keeps the coordinator's thread out of its way.
+  class Helping;
+
   void loop();
   // A thread waiting for an operation runs the cycles until `done()`
   // (CoordinatorWakeup::help); false if another thread runs them.
@@ -77,6 +109,11 @@ class Coordinator {
   bool cycle();
   // Returns false once the job is shutting down. Sets idle_cycle_.
   bool run_cycle();
+  // run_cycle's end for alone_ when it was served: an allreduce reduces
+  // every rank's inline input into its output (an error goes to the call).
+  bool finish_alone();
+  // Else, as soon as the AND is done: alone_ becomes an entry in flight.
+  void queue_alone();
   // When the next cycle is due (see coordinator.cc), and whether it is
   // urgent (then only a new submission ends the sleep early, else also a
   // waiting thread or a full fusion buffer). Under cycle_mutex_.
@@ -128,6 +165,8 @@ class Coordinator {
   std::mutex cycle_mutex_;
   std::atomic<bool> helping_{false};  // a waiting thread holds cycle_mutex_ (help)
   bool ended_ = false;  // under cycle_mutex_
+  std::exception_ptr ended_by_;  // the error that ended it, if one did
+  AloneCall* alone_ = nullptr;   // run_alone's call, during its cycle
   std::thread thread_;
 };
 

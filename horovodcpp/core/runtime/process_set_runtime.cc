@@ -113,8 +113,23 @@ Work ProcessSetRuntime::submit(Request request, const TensorView& input, const T
   return work;
 }
 
-TensorEntry ProcessSetRuntime::make_entry(Request request, const TensorView& input,
-                                          const TensorView& output) {
+void ProcessSetRuntime::run_blocking(Request request, const TensorView& input,
+                                     const TensorView& output) {
+  prepare(request, input, output);
+  AloneCall call(std::move(request), input, output);
+  if (coordinator_->run_alone(call)) {
+    if (call.work) Work(call.work).wait();
+    if (call.error) std::rethrow_exception(call.error);
+    return;
+  }
+  TensorEntry entry = entry_of(std::move(call.request), input, output);
+  Work work(entry.work);
+  queue_.push(std::move(entry));
+  work.wait();
+}
+
+void ProcessSetRuntime::prepare(Request& request, const TensorView& input,
+                                const TensorView& output) {
   request.rank = topology().rank;
   if (request.name.empty()) request.name = auto_name(request.op_type);
   request.dtype = input.dtype;
@@ -130,7 +145,16 @@ TensorEntry ProcessSetRuntime::make_entry(Request request, const TensorView& inp
     const std::string root_error = root_in_set(request, set_);
     if (request.error.empty()) request.error = root_error;
   }
+}
 
+TensorEntry ProcessSetRuntime::make_entry(Request request, const TensorView& input,
+                                          const TensorView& output) {
+  prepare(request, input, output);
+  return entry_of(std::move(request), input, output);
+}
+
+TensorEntry ProcessSetRuntime::entry_of(Request request, const TensorView& input,
+                                        const TensorView& output) {
   TensorEntry entry;
   if (input.device.type == DeviceType::kCUDA && device_ && request.error.empty()) {
     // Marks what the caller's stream has queued so far; a failure travels

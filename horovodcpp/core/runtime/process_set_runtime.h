@@ -45,6 +45,9 @@ class ProcessSetRuntime {
   // names unnamed tensors, turns a broadcast's global root rank into the
   // set's rank, and queues the entry.
   Work submit(Request request, const TensorView& input, const TensorView& output);
+  // submit() and wait for it; a lone CPU allreduce or barrier runs on this
+  // thread without being queued where it can (Coordinator::run_alone).
+  void run_blocking(Request request, const TensorView& input, const TensorView& output);
   // Submits a group (grouped_* API): `request` is the template of every
   // member; member i is named "<name>.<i>" (name automatic when empty) and
   // tagged with the group so the set's rank 0 releases the members together.
@@ -65,6 +68,10 @@ class ProcessSetRuntime {
   std::string auto_name(OpType op_type);
   // Validates and names one submission (see submit) without queueing it.
   TensorEntry make_entry(Request request, const TensorView& input, const TensorView& output);
+  // make_entry's checks and naming, on the request alone.
+  void prepare(Request& request, const TensorView& input, const TensorView& output);
+  // The entry of a prepared request.
+  TensorEntry entry_of(Request request, const TensorView& input, const TensorView& output);
 
   ProcessSet set_;
   Transport transport_;

@@ -158,6 +158,11 @@ Work Runtime::submit(Request request, const TensorView& input, const TensorView&
   return member_runtime(process_set)->submit(std::move(request), input, output);
 }
 
+void Runtime::run_blocking(Request request, const TensorView& input, const TensorView& output,
+                           const ProcessSet& process_set) {
+  member_runtime(process_set)->run_blocking(std::move(request), input, output);
+}
+
 std::vector<Work> Runtime::submit_group(const Request& request,
                                         const std::vector<TensorView>& inputs,
                                         const std::vector<TensorView>& outputs,

@@ -48,6 +48,9 @@ class Runtime {
   // or this rank is not a member.
   Work submit(Request request, const TensorView& input, const TensorView& output,
               const ProcessSet& process_set);
+  // submit() and wait (ProcessSetRuntime::run_blocking).
+  void run_blocking(Request request, const TensorView& input, const TensorView& output,
+                    const ProcessSet& process_set);
   std::vector<Work> submit_group(const Request& request, const std::vector<TensorView>& inputs,
                                  const std::vector<TensorView>& outputs,
                                  const ProcessSet& process_set);

@@ -84,15 +84,18 @@ bool CollectiveExecutor::inline_input(const Request& request, std::size_t capaci
   return inline_input(request, capacity, queue.input_of(request.name), out);
 }
 
+bool CollectiveExecutor::goes_inline(const Request& request, const TensorView& input,
+                                     std::size_t capacity) {
+  const std::size_t bytes = input.size_bytes();
+  return request.op_type == OpType::kAllreduce && request.reduce_op != ReduceOp::kAdasum &&
+         request.device.type == DeviceType::kCPU && request.error.empty() && bytes > 0 &&
+         bytes <= capacity;
+}
+
 bool CollectiveExecutor::inline_input(const Request& request, std::size_t capacity,
                                       const TensorView* input, std::string& out) const {
-  if (request.op_type != OpType::kAllreduce || request.reduce_op == ReduceOp::kAdasum ||
-      request.device.type != DeviceType::kCPU || !request.error.empty() || !input) {
-    return false;
-  }
-  const std::size_t bytes = input->size_bytes();
-  if (bytes == 0 || bytes > capacity) return false;
-  out.resize(bytes);
+  if (!input || !goes_inline(request, *input, capacity)) return false;
+  out.resize(input->size_bytes());
   scale_copy(request.dtype, input->data, out.data(),
              static_cast<std::size_t>(input->num_elements()), 1.0, request.prescale_factor);
   return true;

@@ -47,6 +47,8 @@ class CollectiveExecutor {
   // The same for a request whose input is `input` (null: none).
   bool inline_input(const Request& request, std::size_t capacity, const TensorView* input,
                     std::string& out) const;
+  // Whether `request` on `input` is one that goes inline within `capacity`.
+  static bool goes_inline(const Request& request, const TensorView& input, std::size_t capacity);
   // Completes `response`'s allreduce from every rank's inline input
   // (`inputs`, by rank): each rank reduces them in rank order, as the
   // shared-memory backend reduces a small tensor, so all get the same

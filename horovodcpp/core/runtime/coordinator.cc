@@ -209,13 +209,10 @@ bool Coordinator::help(const std::function<bool()>& done) {
 
 bool Coordinator::run_alone(AloneCall& call) {
   const Request& request = call.request;
-  const std::size_t bytes = call.input.size_bytes();
-  const bool barrier = request.op_type == OpType::kBarrier;
-  const bool goes_inline = request.op_type == OpType::kAllreduce &&
-                           request.reduce_op != ReduceOp::kAdasum &&
-                           request.device.type == DeviceType::kCPU && bytes > 0 &&
-                           bytes <= controller_.payload_capacity();
-  if (!cache_ || !(barrier || goes_inline) || !request.error.empty() ||
+  const bool barrier = request.op_type == OpType::kBarrier && request.error.empty();
+  if (!cache_ ||
+      !(barrier ||
+        CollectiveExecutor::goes_inline(request, call.input, controller_.payload_capacity())) ||
       (timeline_ && timeline_->active())) {
     return false;
   }

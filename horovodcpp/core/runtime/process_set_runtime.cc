@@ -107,7 +107,13 @@ std::string ProcessSetRuntime::auto_name(OpType op_type) {
 }
 
 Work ProcessSetRuntime::submit(Request request, const TensorView& input, const TensorView& output) {
-  TensorEntry entry = make_entry(std::move(request), input, output);
+  prepare(request, input, output);
+  return enqueue(std::move(request), input, output);
+}
+
+Work ProcessSetRuntime::enqueue(Request request, const TensorView& input,
+                                const TensorView& output) {
+  TensorEntry entry = entry_of(std::move(request), input, output);
   Work work(entry.work);
   queue_.push(std::move(entry));
   return work;
@@ -122,10 +128,7 @@ void ProcessSetRuntime::run_blocking(Request request, const TensorView& input,
     if (call.error) std::rethrow_exception(call.error);
     return;
   }
-  TensorEntry entry = entry_of(std::move(call.request), input, output);
-  Work work(entry.work);
-  queue_.push(std::move(entry));
-  work.wait();
+  enqueue(std::move(call.request), input, output).wait();
 }
 
 void ProcessSetRuntime::prepare(Request& request, const TensorView& input,

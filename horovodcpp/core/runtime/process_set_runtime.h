@@ -72,6 +72,8 @@ class ProcessSetRuntime {
   void prepare(Request& request, const TensorView& input, const TensorView& output);
   // The entry of a prepared request.
   TensorEntry entry_of(Request request, const TensorView& input, const TensorView& output);
+  // Queues a prepared request.
+  Work enqueue(Request request, const TensorView& input, const TensorView& output);
 
   ProcessSet set_;
   Transport transport_;

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "coordinator_test_helpers.h"
 #include "core/runtime/coordinator.h"
 #include "counting_backend.h"
 #include "horovodcpp/work.h"
@@ -58,17 +59,6 @@ class SoloController : public Controller {
   std::condition_variable gate_;
   bool open_ = true;
 };
-
-// Polls `condition` for up to 10 s.
-template <typename Condition>
-bool eventually(Condition condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
 
 // Records how many tensors each allreduce it is given holds, and completes them.
 class RecordingDevice : public DeviceOperations {
@@ -118,19 +108,8 @@ class BurstFusionTest : public ::testing::Test {
   }
 
   TensorEntry allreduce_entry(const std::string& name, std::size_t elements, DeviceType device) {
-    auto& data = buffers_.emplace_back(elements, 1.0f);
-    TensorEntry entry;
-    entry.request.op_type = OpType::kAllreduce;
-    entry.request.name = name;
-    entry.request.dtype = DataType::kFloat32;
-    entry.request.shape = {static_cast<std::int64_t>(elements)};
-    entry.request.reduce_op = ReduceOp::kSum;
-    entry.request.device = device == DeviceType::kCUDA ? Device::cuda(0) : Device::cpu();
-    entry.input = TensorView(data.data(), DataType::kFloat32, entry.request.shape,
-                             entry.request.device);
-    entry.output = entry.input;
-    entry.work = std::make_shared<detail::WorkState>(queue_.wakeup());
-    return entry;
+    return hvd::allreduce_entry(queue_, name, buffers_.emplace_back(elements, 1.0f),
+                                device == DeviceType::kCUDA ? Device::cuda(0) : Device::cpu());
   }
 
   // A backward pass: `count` tensors handed over `gap` apart, then waited for.
@@ -222,11 +201,8 @@ TEST_F(BurstFusionTest, ABurstThatFillsTheFusionBufferGoesOutAtOnce) {
     works.emplace_back(burst.back().work);
   }
   queue_.push_all(std::move(burst));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!works.back().poll() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  ASSERT_TRUE(works.back().poll()) << "nobody waited, and the full buffer did not go out";
+  ASSERT_TRUE(eventually([&] { return works.back().poll(); }))
+      << "nobody waited, and the full buffer did not go out";
   EXPECT_EQ(device_.batches(), std::vector<std::size_t>{4});
 }
 
@@ -234,11 +210,7 @@ TEST_F(BurstFusionTest, ABurstThatFillsTheFusionBufferGoesOutAtOnce) {
 TEST_F(BurstFusionTest, UnwaitedSubmissionsGoOutAtTheNextCycle) {
   start(milliseconds(20), 64 << 20);
   Work work = submit("unwaited", 10, DeviceType::kCPU);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!work.poll() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  EXPECT_TRUE(work.poll());
+  EXPECT_TRUE(eventually([&] { return work.poll(); }));
 }
 
 // stop() does not wait for the cycle time (an hour) to end the coordinator.

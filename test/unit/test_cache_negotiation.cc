@@ -132,11 +132,11 @@ class TwoRanks : public testing::Test {
   std::array<CacheNegotiation::Outcome, 2> agree(const Cycle& cycle) {
     std::array<CacheNegotiation::Outcome, 2> out;
     std::thread other([&] {
-      out[1] = ranks_[1].agree(cycle.submit[1], cycle.flags[1], planes_[1], cycle.now,
-                               cycle.inline_input[1]);
+      out[1] = ranks_[1].agree(std::vector<Request>(cycle.submit[1]), cycle.flags[1], planes_[1],
+                               cycle.now, cycle.inline_input[1]);
     });
-    out[0] = ranks_[0].agree(cycle.submit[0], cycle.flags[0], planes_[0], cycle.now,
-                             cycle.inline_input[0]);
+    out[0] = ranks_[0].agree(std::vector<Request>(cycle.submit[0]), cycle.flags[0], planes_[0],
+                             cycle.now, cycle.inline_input[0]);
     other.join();
     return out;
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator_test_helpers.h"
 #include "core/runtime/coordinator.h"
 #include "counting_backend.h"
 #include "horovodcpp/errors.h"
@@ -121,14 +122,7 @@ TEST_F(RunAloneTest, ARepeatedBarrierCompletesInItsCycle) {
 TEST_F(RunAloneTest, NotRunWhileAnotherTensorIsInFlight) {
   std::vector<float> other = {1}, in = {1}, out = {0};
   const TensorView in_view = view(in), out_view = view(out);
-  TensorEntry entry;
-  entry.request.op_type = OpType::kAllreduce;
-  entry.request.name = "other";
-  entry.request.dtype = DataType::kFloat32;
-  entry.request.shape = {1};
-  entry.input = TensorView(other.data(), DataType::kFloat32, {1});
-  entry.output = entry.input;
-  entry.work = std::make_shared<detail::WorkState>(queue_.wakeup());
+  TensorEntry entry = allreduce_entry(queue_, "other", other);
   Work pending(entry.work);
   queue_.push(std::move(entry));  // waits for the hourly cycle: still in flight
   AloneCall c = call(in_view, out_view);

@@ -10,6 +10,12 @@
 namespace hvd {
 namespace {
 
+std::vector<Request> pop_new(TensorQueue& queue) {
+  std::vector<Request> requests;
+  queue.pop_new_requests(requests);
+  return requests;
+}
+
 TensorEntry entry(const std::string& name) {
   TensorEntry e;
   e.request.name = name;
@@ -21,17 +27,17 @@ TEST(TensorQueueTest, NewRequestsComeOutOnceInSubmissionOrder) {
   TensorQueue queue;
   queue.push(entry("b"));
   queue.push(entry("a"));
-  auto first = queue.pop_new_requests();
+  auto first = pop_new(queue);
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(first[0].name, "b");
   EXPECT_EQ(first[1].name, "a");
-  EXPECT_TRUE(queue.pop_new_requests().empty());
+  EXPECT_TRUE(pop_new(queue).empty());
 }
 
 TEST(TensorQueueTest, DuplicateNameInFlightIsRejectedUntilTaken) {
   TensorQueue queue;
   queue.push(entry("w"));
-  queue.pop_new_requests();
+  pop_new(queue);
   EXPECT_THROW(queue.push(entry("w")), InvalidArgument);
   auto taken = queue.try_take("w");
   ASSERT_TRUE(taken.has_value());
@@ -47,7 +53,7 @@ TEST(TensorQueueTest, EntryTakenBeforeItWasPoppedIsNotPopped) {
   queue.push(entry("a"));
   queue.push(entry("b"));
   ASSERT_TRUE(queue.try_take("a").has_value());
-  const auto requests = queue.pop_new_requests();
+  const auto requests = pop_new(queue);
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests[0].name, "b");
 }
@@ -69,7 +75,7 @@ TEST(TensorQueueTest, PushAllQueuesEveryEntryOrNone) {
   fresh.push_back(entry("k.0"));
   fresh.push_back(entry("k.1"));
   queue.push_all(std::move(fresh));
-  const auto requests = queue.pop_new_requests();
+  const auto requests = pop_new(queue);
   ASSERT_EQ(requests.size(), 3u);
   EXPECT_EQ(requests[0].name, "g.1");
   EXPECT_EQ(requests[1].name, "k.0");
@@ -79,11 +85,11 @@ TEST(TensorQueueTest, PushAllQueuesEveryEntryOrNone) {
 TEST(TensorQueueTest, CloseReturnsEverythingAndRefusesMore) {
   TensorQueue queue;
   queue.push(entry("in_flight"));
-  queue.pop_new_requests();
+  pop_new(queue);
   queue.push(entry("queued"));
   auto left = queue.close(std::make_exception_ptr(RankFailure("stopped")));
   EXPECT_EQ(left.size(), 2u);
-  EXPECT_TRUE(queue.pop_new_requests().empty());
+  EXPECT_TRUE(pop_new(queue).empty());
   EXPECT_THROW(queue.push(entry("late")), RankFailure);
 }
 
@@ -147,7 +153,7 @@ TEST(TensorQueueAlone, TheNameIsHeldUntilReleasedOrAdopted) {
 
   ASSERT_TRUE(queue.reserve_alone(&name));
   queue.adopt_alone(entry());
-  EXPECT_TRUE(queue.pop_new_requests().empty());  // in flight, not new
+  EXPECT_TRUE(pop_new(queue).empty());  // in flight, not new
   EXPECT_THROW(queue.push(entry()), InvalidArgument);
   EXPECT_TRUE(queue.try_take(name).has_value());
 }

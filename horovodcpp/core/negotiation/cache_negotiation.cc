@@ -41,7 +41,7 @@ CacheNegotiation::CacheNegotiation(std::size_t capacity, std::chrono::millisecon
   HVD_CHECK(capacity > 0, InvalidArgument, "CacheNegotiation needs a capacity");
 }
 
-CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request> new_requests,
+CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request>&& new_requests,
                                                   const CycleFlags& flags, Controller& controller,
                                                   Clock::time_point now,
                                                   const InlineInput& inline_input) {
@@ -61,7 +61,7 @@ CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request> new_reque
       found.lookup = ResponseCache::Lookup::kInvalid;  // never served from the cache
     }
     if (found.lookup == ResponseCache::Lookup::kHit) {
-      pending_hits_.emplace(found.slot, PendingHit{std::move(request), now});
+      add_pending_hit(found.slot, std::move(request), now);
       continue;
     }
     if (found.lookup == ResponseCache::Lookup::kInvalid) clear_bit(words, invalid_base, found.slot);
@@ -109,21 +109,23 @@ CacheNegotiation::Outcome CacheNegotiation::agree(std::vector<Request> new_reque
     auto hit = pending_hits_.find(slot);
     if (hit != pending_hits_.end()) {
       outcome.to_negotiate.push_back(std::move(hit->second.request));
-      pending_hits_.erase(hit);
+      remove_pending_hit(hit);
     }
     cache_.erase(slot);
   }
   if (any & kJoined) {
     // A joined rank submits nothing, so no slot can be common: everything
     // goes to rank 0, which lets tensors proceed without the joined ranks.
-    for (auto& [slot, hit] : pending_hits_) outcome.to_negotiate.push_back(std::move(hit.request));
-    pending_hits_.clear();
+    for (auto it = pending_hits_.begin(); it != pending_hits_.end();) {
+      outcome.to_negotiate.push_back(std::move(it->second.request));
+      it = remove_pending_hit(it);
+    }
   }
   for (auto it = pending_hits_.begin(); it != pending_hits_.end();) {
     if (bit(words, hits_base, it->first)) {
       outcome.ready.push_back(&cache_.response(it->first));
       served_slots_.push_back(it->first);
-      it = pending_hits_.erase(it);
+      it = remove_pending_hit(it);
     } else {
       ++it;
     }
@@ -157,9 +159,30 @@ void CacheNegotiation::update(const std::vector<Response>& negotiated) {
       ++it;
     } else {
       carried_.push_back(std::move(it->second.request));
-      it = pending_hits_.erase(it);
+      it = remove_pending_hit(it);
     }
   }
+}
+
+void CacheNegotiation::add_pending_hit(std::size_t slot, Request&& request,
+                                       Clock::time_point since) {
+  if (spare_hits_.empty()) {
+    pending_hits_.emplace(slot, PendingHit{std::move(request), since});
+    return;
+  }
+  PendingHits::node_type node = std::move(spare_hits_.back());
+  spare_hits_.pop_back();
+  node.key() = slot;
+  node.mapped().request = std::move(request);
+  node.mapped().since = since;
+  pending_hits_.insert(std::move(node));
+}
+
+CacheNegotiation::PendingHits::iterator CacheNegotiation::remove_pending_hit(
+    PendingHits::iterator it) {
+  const auto next = std::next(it);
+  spare_hits_.push_back(pending_hits_.extract(it));
+  return next;
 }
 
 }  // namespace hvd

@@ -56,9 +56,11 @@ class CacheNegotiation {
   using InlineInput =
       std::function<bool(const Request& request, std::size_t capacity, std::string& out)>;
   // Collective over `controller`: every rank calls it once per cycle.
-  // `inline_input` (may be empty: nothing goes inline) as above.
-  Outcome agree(std::vector<Request> new_requests, const CycleFlags& flags, Controller& controller,
-                Clock::time_point now = Clock::now(), const InlineInput& inline_input = nullptr);
+  // `inline_input` (may be empty: nothing goes inline) as above. The
+  // requests are moved from; the caller keeps the vector's storage.
+  Outcome agree(std::vector<Request>&& new_requests, const CycleFlags& flags,
+                Controller& controller, Clock::time_point now = Clock::now(),
+                const InlineInput& inline_input = nullptr);
   // Every rank's input to the last Outcome with inline_data, indexed by rank.
   const std::vector<std::string>& inline_inputs() const { return gathered_; }
   // After the cycle ran: marks the slots served from the cache used, caches
@@ -75,10 +77,18 @@ class CacheNegotiation {
     Request request;
     Clock::time_point since;
   };
+  using PendingHits = std::map<std::size_t, PendingHit>;  // by slot: ordered, as every rank orders
+
+  void add_pending_hit(std::size_t slot, Request&& request, Clock::time_point since);
+  // Removes the pending hit at `it` and returns the next one.
+  PendingHits::iterator remove_pending_hit(PendingHits::iterator it);
 
   ResponseCache cache_;
   std::chrono::milliseconds stalled_after_;
-  std::map<std::size_t, PendingHit> pending_hits_;  // by slot: ordered, as every rank orders
+  PendingHits pending_hits_;
+  // Removed hits' nodes, for the next hits: a collective that hits the
+  // cache allocates no node.
+  std::vector<PendingHits::node_type> spare_hits_;
   std::vector<std::size_t> served_slots_;            // this cycle's Outcome::ready
   std::vector<Request> carried_;                     // to negotiate next cycle
   std::unordered_map<std::string, Request> sent_;    // negotiated, awaiting their response

@@ -7,6 +7,11 @@
 // and back, which on a busy host costs more than a small collective.
 // Shared by the set's TensorQueue, its Works (which may outlive the queue)
 // and its Coordinator, which sleeps on it.
+//
+// While the rank's own waiting threads run the cycles (a loop of blocking
+// collectives), the coordinator's thread has nothing to do: it goes dormant
+// and looks only rarely (Coordinator::loop), instead of waking every cycle
+// time to take a core from a rank. A submission then wakes it.
 #pragma once
 
 #include <algorithm>
@@ -53,6 +58,17 @@ class CoordinatorWakeup {
     wakeup_.notify_all();
   }
 
+  // The coordinator's thread is dormant from set_dormant(true) until a
+  // submission (submitted()) or set_dormant(false). A submission that finds
+  // it dormant wakes it: its sleep checks dormant() (seq_cst both sides:
+  // either the submission sees the flag or the coordinator, having set it,
+  // sees the submission).
+  void set_dormant(bool dormant) { dormant_.store(dormant); }
+  bool dormant() const { return dormant_.load(); }
+  void submitted() {
+    if (dormant_.load() && dormant_.exchange(false)) wake();
+  }
+
   // From now on every sleep returns at once (the coordinator is stopping).
   void interrupt() {
     interrupted_ = true;
@@ -81,6 +97,7 @@ class CoordinatorWakeup {
   Helper helper_;
   std::atomic<int> waiters_{0};
   std::atomic<bool> interrupted_{false};
+  std::atomic<bool> dormant_{false};
   std::atomic<std::chrono::microseconds> wait_spin_{std::chrono::microseconds(0)};
   std::mutex mutex_;
   std::condition_variable wakeup_;

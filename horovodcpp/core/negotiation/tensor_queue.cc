@@ -17,7 +17,7 @@ namespace {
 
 }  // namespace
 
-void TensorQueue::push(TensorEntry entry) {
+void TensorQueue::push(TensorEntry entry, bool caller_waits) {
   // One entry (the common case of a small collective): no batch to check.
   std::unique_lock<std::mutex> lock(mutex_);
   if (closed_reason_) std::rethrow_exception(closed_reason_);
@@ -37,7 +37,7 @@ void TensorQueue::push(TensorEntry entry) {
   }
   if (!placed.second) refuse_name_in_flight(placed.first->first);
   new_entries_.push_back(&placed.first->second);
-  published(lock, bytes);
+  published(lock, bytes, caller_waits);
 }
 
 void TensorQueue::push_all(std::vector<TensorEntry> entries) {
@@ -55,17 +55,22 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
     bytes += entry.input.size_bytes();
     new_entries_.push_back(&entries_.emplace(entry.request.name, std::move(entry)).first->second);
   }
-  published(lock, bytes);
+  published(lock, bytes, false);
 }
 
-void TensorQueue::published(std::unique_lock<std::mutex>& lock, std::size_t bytes) {
+void TensorQueue::published(std::unique_lock<std::mutex>& lock, std::size_t bytes,
+                            bool caller_waits) {
   new_count_ = new_entries_.size();
   new_bytes_ += bytes;
   entry_count_ = entries_.size();
   lock.unlock();
   // Otherwise the submission waits for the next cycle, with the others of
   // its burst.
-  if (urgent()) wakeup_->wake();
+  if (urgent()) {
+    wakeup_->wake();
+  } else if (!caller_waits) {
+    wakeup_->submitted();
+  }
 }
 
 bool TensorQueue::urgent() const {
@@ -83,11 +88,9 @@ bool TensorQueue::wait_for_new(std::chrono::steady_clock::time_point deadline) {
                               [this] { return new_count_.load() > 0; });
 }
 
-std::vector<Request> TensorQueue::pop_new_requests(
-    std::vector<std::chrono::steady_clock::time_point>* submitted) {
+void TensorQueue::pop_new_requests(std::vector<Request>& requests,
+                                   std::vector<std::chrono::steady_clock::time_point>* submitted) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<Request> requests;
-  requests.reserve(new_entries_.size());
   for (const TensorEntry* entry : new_entries_) {
     requests.push_back(entry->request);
     if (submitted) submitted->push_back(entry->submitted);
@@ -95,7 +98,6 @@ std::vector<Request> TensorQueue::pop_new_requests(
   new_entries_.clear();
   new_count_ = 0;
   new_bytes_ = 0;
-  return requests;
 }
 
 std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {

@@ -42,14 +42,17 @@ class TensorQueue {
  public:
   // Queues a submission. Throws InvalidArgument if this rank already has a
   // tensor of that name in flight, or the closing error once closed.
-  void push(TensorEntry entry);
+  // A submission wakes a dormant coordinator (CoordinatorWakeup), unless
+  // `caller_waits`: its thread waits for it at once, and that wait runs the
+  // cycles or wakes the coordinator itself.
+  void push(TensorEntry entry, bool caller_waits = false);
   // Queues every entry, or none if any of them would be refused.
   void push_all(std::vector<TensorEntry> entries);
-  // Requests queued since the last call, in submission order; their entries
-  // stay in flight until take().
+  // Appends the requests queued since the last call to `requests`, in
+  // submission order; their entries stay in flight until take().
   // `submitted`, if given, receives each one's submission time.
-  std::vector<Request> pop_new_requests(
-      std::vector<std::chrono::steady_clock::time_point>* submitted = nullptr);
+  void pop_new_requests(std::vector<Request>& requests,
+                        std::vector<std::chrono::steady_clock::time_point>* submitted = nullptr);
   // Removes and returns the in-flight entry of `name`, if there is one.
   std::optional<TensorEntry> try_take(const std::string& name);
   // The input of the in-flight entry `name` (null if none): valid until
@@ -75,6 +78,8 @@ class TensorQueue {
   // A cycle is needed now: a thread waits while this rank has submissions
   // in flight, or the new ones reach the urgent bytes.
   bool urgent() const;
+  // Submissions wait for the next cycle.
+  bool has_new() const { return new_count_.load() > 0; }
   // Returns once urgent() (true) or at `deadline` (false); polls for `spin`
   // first.
   bool wait_until_urgent(std::chrono::steady_clock::time_point deadline,
@@ -88,8 +93,9 @@ class TensorQueue {
 
  private:
   // After new entries went in (under `lock`): counts them, unlocks, and
-  // wakes the coordinator if a cycle is needed now.
-  void published(std::unique_lock<std::mutex>& lock, std::size_t bytes);
+  // wakes the coordinator if a cycle is needed now or it is dormant (unless
+  // `caller_waits`, see push).
+  void published(std::unique_lock<std::mutex>& lock, std::size_t bytes, bool caller_waits);
 
   mutable std::mutex mutex_;
   std::shared_ptr<CoordinatorWakeup> wakeup_ = std::make_shared<CoordinatorWakeup>();

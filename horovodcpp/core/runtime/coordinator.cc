@@ -121,6 +121,7 @@ Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& 
       table_(controller.topology().size),
       stall_inspector_(settings.stall),
       cycle_time_(settings.cycle_time),
+      dormant_look_(settings.dormant_look),
       idle_spin_(settings.idle_spin.value_or(default_idle_spin(controller.topology()))),
       thread_cpu_(settings.thread_cpu),
       sigpipe_free_(settings.sigpipe_free) {
@@ -161,31 +162,66 @@ void Coordinator::stop() {
 
 void Coordinator::loop() {
   const SigpipeBlocked blocked(!sigpipe_free_);
+  // Looks in a row at which this rank's waiting threads had run the cycles.
+  int helped_looks = 0;
   while (true) {
     NextCycle next;
+    bool helper_holds_cycles = false;
+    bool helped = false;
     {
       std::unique_lock<std::mutex> lock(cycle_mutex_, std::try_to_lock);
-      if (!lock.owns_lock()) {
-        // A waiting thread runs the cycles (help): this thread would only
-        // take the lock from it between two of its collectives and make it
-        // sleep. Look again a cycle time later, or once it has left while
-        // a cycle is needed (it wakes this thread then).
-        queue_.wakeup()->sleep_until(std::chrono::steady_clock::now() + cycle_time_,
-                                     std::chrono::microseconds(0),
-                                     [this] { return !helping_.load(); });
-        continue;
+      if (lock.owns_lock()) {
+        if (ended_) return;
+        // A waiting thread's cycle began less than a cycle time ago: the
+        // pace counts from it. (stop() needs a cycle now: its shutdown goes
+        // out with one.)
+        helped = !stop_requested_ && !queue_.urgent() &&
+                 std::chrono::steady_clock::now() < cycle_start_ + cycle_time_;
+        if (!helped && !cycle()) return;
+        next = next_cycle();
+      } else {
+        helper_holds_cycles = helped = true;
       }
-      if (ended_) return;
-      // A waiting thread's cycle began less than a cycle time ago: the pace
-      // counts from it. (stop() needs a cycle now: its shutdown goes out
-      // with one.)
-      const bool paced_by_helper = !stop_requested_ && !queue_.urgent() &&
-                                   std::chrono::steady_clock::now() < cycle_start_ + cycle_time_;
-      if (!paced_by_helper && !cycle()) return;
-      next = next_cycle();
+    }
+    helped_looks = helped ? helped_looks + 1 : 0;
+    // Twice in a row: a loop of blocking collectives, which needs this
+    // thread only if the loop ends or something else is submitted.
+    if (helped_looks >= 2) {
+      helped_looks = 0;  // the look after a dormant sleep is paced again
+      if (sleep_dormant()) continue;
+    }
+    if (helper_holds_cycles) {
+      // This thread would only take the lock from the waiting thread
+      // between two of its collectives and make it sleep. Look again a
+      // cycle time later, or once it has left while a cycle is needed (it
+      // wakes this thread then).
+      queue_.wakeup()->sleep_until(std::chrono::steady_clock::now() + cycle_time_,
+                                   std::chrono::microseconds(0),
+                                   [this] { return !helping_.load(); });
+      continue;
     }
     sleep_until(next);
   }
+}
+
+bool Coordinator::sleep_dormant() {
+  CoordinatorWakeup& wakeup = *queue_.wakeup();
+  wakeup.set_dormant(true);
+  if (queue_.has_new()) {
+    wakeup.set_dormant(false);
+    return false;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  wakeup.sleep_until(now + std::max<std::chrono::microseconds>(dormant_look_, cycle_time_),
+                     std::chrono::microseconds(0),
+                     [&] { return !wakeup.dormant() || queue_.urgent(); });
+  const bool submitted = !wakeup.dormant();
+  wakeup.set_dormant(false);
+  if (submitted && !queue_.urgent()) {
+    // Horovod's pacing: the burst that submission began goes out together.
+    queue_.wait_until_urgent(std::chrono::steady_clock::now() + cycle_time_, idle_spin_);
+  }
+  return true;
 }
 
 bool Coordinator::help(const std::function<bool()>& done) {
@@ -302,7 +338,7 @@ std::chrono::microseconds Coordinator::in_flight_backoff() {
 
 bool Coordinator::run_cycle() {
   cycle_start_ = std::chrono::steady_clock::now();
-  std::vector<Request> new_requests = pop_new_requests();
+  std::vector<Request>& new_requests = pop_new_requests();
   if (alone_) new_requests.push_back(alone_->request);
   const bool submitted = !new_requests.empty();
   for (const Request& request : new_requests) {
@@ -398,11 +434,16 @@ void Coordinator::queue_alone() {
   queue_.adopt_alone(std::move(entry));
 }
 
-std::vector<Request> Coordinator::pop_new_requests() {
-  if (!timeline_ || !timeline_->active()) return queue_.pop_new_requests();
+std::vector<Request>& Coordinator::pop_new_requests() {
+  std::vector<Request>& requests = new_requests_;
+  requests.clear();
+  if (!timeline_ || !timeline_->active()) {
+    queue_.pop_new_requests(requests);
+    return requests;
+  }
   timeline_->cycle_mark();
   std::vector<std::chrono::steady_clock::time_point> submitted;
-  std::vector<Request> requests = queue_.pop_new_requests(&submitted);
+  queue_.pop_new_requests(requests, &submitted);
   const auto now = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < submitted.size(); ++i) {
     // (Unstamped: submitted before the timeline started.)

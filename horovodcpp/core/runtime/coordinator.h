@@ -4,8 +4,9 @@
 // Requests that hit the response cache skip rank 0 (see CacheNegotiation).
 // A thread that waits for a result runs the cycles itself while nobody else
 // does (help): one thread, not a hand-over and back, per blocking collective.
-// A lone blocking allreduce that goes inline runs without a queue entry or
-// a Work at all (run_alone).
+// A lone blocking allreduce that goes inline, or a barrier, runs without a
+// queue entry or a Work at all (run_alone). While waiting threads run the
+// cycles, the coordinator's own thread goes dormant (sleep_dormant).
 #pragma once
 
 #include <atomic>
@@ -33,6 +34,10 @@ namespace hvd {
 // init by the Runtime (read()) and given to every process set's coordinator.
 struct CoordinatorSettings {
   std::chrono::microseconds cycle_time{};  // CYCLE_TIME: cycles start this often, unless urgent
+  // While this rank's waiting threads run its cycles, the coordinator's
+  // thread looks this often (at least once a cycle time); not a user
+  // setting (tests lengthen it).
+  std::chrono::milliseconds dormant_look{50};
   // IDLE_SPIN_MICROSECONDS: polling before sleeping; unset: chosen by the
   // cores the host has for its ranks (Coordinator).
   std::optional<std::chrono::microseconds> idle_spin;
@@ -123,11 +128,17 @@ class Coordinator {
   };
   NextCycle next_cycle();
   void sleep_until(const NextCycle& next);
+  // The coordinator's thread sleeps until a submission, a thread that needs
+  // a cycle, or the dormant look; after a submission, it lets the burst
+  // gather for a cycle time. False, without sleeping, if submissions
+  // already wait for a cycle.
+  bool sleep_dormant();
   // How long to wait for a submission before the next cycle while a cycle
   // is urgent but the last one achieved nothing.
   std::chrono::microseconds in_flight_backoff();
-  // This cycle's new submissions (and their QUEUE phase on the timeline).
-  std::vector<Request> pop_new_requests();
+  // This cycle's new submissions (and their QUEUE phase on the timeline),
+  // in new_requests_.
+  std::vector<Request>& pop_new_requests();
   ResponseList negotiate(const RequestList& mine);
   // Rank 0: feeds the cycle's bytes to the autotuner; what it chooses goes
   // out with the next full round.
@@ -149,6 +160,7 @@ class Coordinator {
   CacheNegotiation::InlineInput inline_input_;  // from executor_ and queue_
   bool join_pending_ = false;  // this rank is in join(), waiting for the others
   std::chrono::microseconds cycle_time_;
+  std::chrono::milliseconds dormant_look_;
   std::chrono::microseconds idle_spin_;
   std::optional<int> thread_cpu_;
   bool sigpipe_free_;
@@ -167,6 +179,7 @@ class Coordinator {
   bool ended_ = false;  // under cycle_mutex_
   std::exception_ptr ended_by_;  // the error that ended it, if one did
   AloneCall* alone_ = nullptr;   // run_alone's call, during its cycle
+  std::vector<Request> new_requests_;  // the cycle's (pop_new_requests), reused
   std::thread thread_;
 };
 

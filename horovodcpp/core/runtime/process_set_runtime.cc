@@ -108,14 +108,14 @@ std::string ProcessSetRuntime::auto_name(OpType op_type) {
 
 Work ProcessSetRuntime::submit(Request request, const TensorView& input, const TensorView& output) {
   prepare(request, input, output);
-  return enqueue(std::move(request), input, output);
+  return enqueue(std::move(request), input, output, false);
 }
 
-Work ProcessSetRuntime::enqueue(Request request, const TensorView& input,
-                                const TensorView& output) {
+Work ProcessSetRuntime::enqueue(Request request, const TensorView& input, const TensorView& output,
+                                bool caller_waits) {
   TensorEntry entry = entry_of(std::move(request), input, output);
   Work work(entry.work);
-  queue_.push(std::move(entry));
+  queue_.push(std::move(entry), caller_waits);
   return work;
 }
 
@@ -128,7 +128,7 @@ void ProcessSetRuntime::run_blocking(Request request, const TensorView& input,
     if (call.error) std::rethrow_exception(call.error);
     return;
   }
-  enqueue(std::move(call.request), input, output).wait();
+  enqueue(std::move(call.request), input, output, true).wait();
 }
 
 void ProcessSetRuntime::prepare(Request& request, const TensorView& input,

@@ -72,8 +72,9 @@ class ProcessSetRuntime {
   void prepare(Request& request, const TensorView& input, const TensorView& output);
   // The entry of a prepared request.
   TensorEntry entry_of(Request request, const TensorView& input, const TensorView& output);
-  // Queues a prepared request.
-  Work enqueue(Request request, const TensorView& input, const TensorView& output);
+  // Queues a prepared request (`caller_waits`: see TensorQueue::push).
+  Work enqueue(Request request, const TensorView& input, const TensorView& output,
+               bool caller_waits);
 
   ProcessSet set_;
   Transport transport_;

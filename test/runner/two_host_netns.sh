@@ -13,6 +13,9 @@
 # two nodes): the allreduce on shm+mpi, and collective_tests (every dtype
 # and op) on 2+2 and 2+1 ranks, asserting shm+mpi and the topology.
 #
+# The programs run from a copy under /tmp in a folder whose name has a
+# space (tmp_copy.sh), as they would from a checkout there.
+#
 # usage: two_host_netns.sh HVDRUN FAULT_WORKER [--mpi COLLECTIVE_TESTS]
 #        (root; needs ip netns)
 # Exit 77 (skip) when network namespaces cannot be created here.
@@ -29,6 +32,12 @@ WORK=$(mktemp -d /tmp/hvdrun_netns.XXXXXX)
 
 . "$(dirname "$0")/netns_pair.sh"
 . "$(dirname "$0")/report.sh"
+. "$(dirname "$0")/tmp_copy.sh"
+trap 'netns_pair_cleanup; tmp_copy_cleanup' EXIT
+
+tmp_copy_make && tmp_copy_library "$WORKER" || { echo "FAIL: cannot copy to /tmp"; exit 1; }
+HVDRUN=$(tmp_copy "$HVDRUN") && WORKER=$(tmp_copy "$WORKER") || exit 1
+if [ -n "$COLLECTIVE_TESTS" ]; then COLLECTIVE_TESTS=$(tmp_copy "$COLLECTIVE_TESTS") || exit 1; fi
 
 netns_pair_create
 case $? in

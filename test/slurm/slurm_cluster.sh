@@ -8,7 +8,9 @@
 # run: $ON_LOGIN COMMAND... (srun, sbatch, salloc, hvdrun inside them).
 #
 # Set WORK (a directory outside /tmp: the nodes get their own /tmp) and
-# TAG (a word in the command line of the test's processes) first.
+# TAG (a word in the command line of the test's processes) first, and call
+# slurm_cluster_share DIR... for what the nodes must see under /tmp (as a
+# cluster's shared file system) before slurm_cluster_start.
 # slurm_cluster_start returns 77 when the cluster cannot be built here
 # (not root, no network namespaces, Slurm not installed) and says why;
 # at exit every process in the nodes' namespaces (daemons, slurmstepd,
@@ -19,9 +21,16 @@ export SLURM_CONF="$WORK/slurm.conf"
 # "$ON_NODE" NODE COMMAND...: on nodea or nodeb; "$ON_LOGIN" COMMAND...:
 # on nodea as a user on a login node (node_exec.sh). Scripts, so that
 # `timeout` can run them.
-export HVDS_WORK="$WORK" HVDS_NS_A="$NS_A" HVDS_NS_B="$NS_B"
+export HVDS_WORK="$WORK" HVDS_NS_A="$NS_A" HVDS_NS_B="$NS_B" HVDS_SHARED=""
 ON_NODE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/node_exec.sh"
 ON_LOGIN="$ON_NODE login"
+
+# Every node sees DIR (a folder under /tmp, with all below it) at the same
+# path as the login node does (node_exec.sh binds it into the node's /tmp).
+slurm_cluster_share() {  # dir...
+  local dir
+  for dir in "$@"; do HVDS_SHARED+="$dir"$'\n'; done
+}
 
 slurm_cluster_why_not() {
   [ "$(id -u)" -eq 0 ] || { echo "not root"; return; }

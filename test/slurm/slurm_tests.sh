@@ -17,6 +17,9 @@
 #                error on every rank, within the timeout
 #   rank 0 node  rank 0 placed off the step's first node (arbitrary
 #                distribution): the same
+# The programs, the example and PYTHONPATH's packages run from a copy under
+# /tmp in a folder whose name has a space (tmp_copy.sh): each node has a
+# /tmp of its own, and a checkout or build there must work as elsewhere.
 #
 # usage: slurm_tests.sh HVDRUN FAULT_WORKER [--torch PYTHON MNIST_PY] [--mpi]
 # (root). Exit 77 (skip) when the cluster cannot be built here; under CI
@@ -39,6 +42,22 @@ WORK=$(mktemp -d /var/tmp/hvd_slurm.XXXXXX)
 
 . "$(dirname "$0")/slurm_cluster.sh"
 . "$(dirname "$0")/../runner/report.sh"
+. "$(dirname "$0")/../runner/tmp_copy.sh"
+trap 'slurm_cluster_cleanup; tmp_copy_cleanup' EXIT
+
+tmp_copy_make || { echo "FAIL: cannot make a folder under /tmp"; exit 1; }
+tmp_copy_library "$WORKER" || exit 1
+HVDRUN=$(tmp_copy "$HVDRUN") && WORKER=$(tmp_copy "$WORKER") || exit 1
+if [ -n "$MNIST" ]; then MNIST=$(tmp_copy "$MNIST" examples) || exit 1; fi
+copied_path=""
+IFS=: read -ra python_dirs <<<"${PYTHONPATH:-}"
+for dir in "${python_dirs[@]}"; do
+  [ -d "$dir" ] || continue
+  mkdir -p "$TMP_COPY/python" && cp -a "$dir/." "$TMP_COPY/python/" || exit 1
+  copied_path="$TMP_COPY/python"
+done
+[ -n "${PYTHONPATH:-}" ] && export PYTHONPATH="$copied_path"
+slurm_cluster_share "$TMP_COPY"
 
 slurm_cluster_start
 case $? in
@@ -109,7 +128,7 @@ if [ -n "$PYTHON" ]; then
 #SBATCH --time=00:10:00
 #SBATCH --output=$WORK/slurm-%j.out
 export HOROVODCPP_JOB_SECRET=\$(od -An -tx1 -N16 /dev/urandom | tr -d ' \\n')
-srun $PYTHON $MNIST --epochs 1 --train-images 8000 --log-interval 1000 \\
+srun $(printf '%q %q' "$PYTHON" "$MNIST") --epochs 1 --train-images 8000 --log-interval 1000 \\
   --checkpoint-dir $WORK/checkpoints
 EOF
   log="$WORK/sbatch.log"
@@ -214,7 +233,7 @@ cat >"$WORK/long.sbatch" <<EOF
 #SBATCH --nodes=2
 #SBATCH --ntasks-per-node=2
 #SBATCH --output=$WORK/long-%j.out
-srun $WORKER --iters 100000000 --sleep-ms 10 --tag $TAG
+srun $(printf '%q' "$WORKER") --iters 100000000 --sleep-ms 10 --tag $TAG
 EOF
 log="$WORK/scancel.log"
 job=$($ON_LOGIN sbatch --parsable "$WORK/long.sbatch" 2>"$log")

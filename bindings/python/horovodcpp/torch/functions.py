@@ -63,11 +63,8 @@ def _create_state(optimizer, params):
     parameter and gradient is restored."""
     everything = [p for group in optimizer.param_groups for p in group["params"]]
     saved = [(p.detach().clone(), p.grad) for p in everything]
-    # A compressor's shared state (PowerSGD's Q and step counts) too.
-    broadcast_compression_state = getattr(getattr(optimizer, "_compression", None),
-                                          "broadcast_state", None)
-    if broadcast_compression_state is not None:
-        broadcast_compression_state(root_rank, process_set)
+    # Only the ranks without state get here: nothing collective (the
+    # compressor's state comes with broadcast_optimizer_state, on every rank).
     sparse = isinstance(optimizer, torch.optim.SparseAdam)
     for p in everything:
         p.grad = None

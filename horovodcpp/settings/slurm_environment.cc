@@ -193,11 +193,21 @@ std::optional<StepTask> step_task(const Lookup& lookup) {
 
 std::optional<StepTask> srun_task() {
   if (settings::is_set(settings::Setting::kRank)) return std::nullopt;
+  std::optional<StepTask> task;
   try {
-    return step_task([](const char* name) { return std::getenv(name); });
+    task = step_task([](const char* name) { return std::getenv(name); });
   } catch (const std::invalid_argument& e) {
     throw InvalidArgument(std::string("cannot take this rank's place from Slurm: ") + e.what());
   }
+  // torchrun inside a step (`srun torchrun ...`): its workers inherit the
+  // step task's variables, but their job is torchrun's (RANK, WORLD_SIZE).
+  const char* rank = std::getenv("RANK");
+  const char* size = std::getenv("WORLD_SIZE");
+  if (task && rank != nullptr && size != nullptr &&
+      (std::to_string(task->rank) != rank || std::to_string(task->size) != size)) {
+    return std::nullopt;
+  }
+  return task;
 }
 
 int derived_rendezvous_port(const StepTask& task) {

@@ -49,7 +49,8 @@ using Lookup = std::function<const char*(const char*)>;
 std::optional<StepTask> step_task(const Lookup& lookup);
 // step_task() of this process's environment, unless a launcher placed this
 // rank itself (HOROVODCPP_RANK or HOROVOD_RANK set: hvdrun runs each rank
-// in a step of its own): the job this process belongs to is then the
+// in a step of its own; or RANK and WORLD_SIZE other than the task's:
+// torchrun inside the step): the job this process belongs to is then the
 // launcher's, not the step's. Inconsistent values are an
 // hvd::InvalidArgument saying so.
 std::optional<StepTask> srun_task();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "completion_queue.h"
 #include "errors.h"
 #include "horovodcpp/elastic.h"
 #include "horovodcpp/horovodcpp.h"
@@ -117,6 +118,7 @@ PYBIND11_MODULE(_core, m) {
   hvdpy::bind_errors(m);
   hvdpy::bind_buffer(m);
   hvdpy::bind_work(m);
+  hvdpy::bind_completion_queue(m);
   hvdpy::bind_process_sets(m);
   hvdpy::bind_basics(m);
   hvdpy::bind_ops(m);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/gloo/gloo_slurm.h"
+#include "backend/gloo/gloo_torchrun.h"
 #include "backend/gloo/gloo_store_adapter.h"
 #include "base/check.h"
 #include "base/descriptor_limit.h"
@@ -207,10 +208,22 @@ GlooOptions GlooContext::options_from_environment() {
   GlooOptions options;
   options.timeout = peer_timeout(Setting::kGlooTimeoutSeconds);
   const std::optional<slurm::StepTask> step = slurm::srun_task();
-  options.topology = step ? slurm_topology(*step) : topology_from_environment();
-  options.store = step && step->size > 1 && !settings::is_set(Setting::kGlooRendezvousAddr)
-                      ? slurm_step_store(*step, options.timeout)
-                      : store_from_environment(options.topology, options.timeout);
+  const std::optional<torchrun::Task> torchrun = step ? std::nullopt : torchrun::launched_task();
+  const bool own_store = !settings::is_set(Setting::kGlooRendezvousAddr);
+  if (step) {
+    options.topology = slurm_topology(*step);
+    options.store = step->size > 1 && own_store
+                        ? slurm_step_store(*step, options.timeout)
+                        : store_from_environment(options.topology, options.timeout);
+  } else if (torchrun) {
+    options.topology = torchrun_topology(*torchrun);
+    options.store = torchrun->size > 1 && own_store
+                        ? torchrun_store(*torchrun, options.timeout)
+                        : store_from_environment(options.topology, options.timeout);
+  } else {
+    options.topology = topology_from_environment();
+    options.store = store_from_environment(options.topology, options.timeout);
+  }
   options.network = network_from_environment(options.topology);
   return options;
 }

@@ -10,29 +10,39 @@
 #include "core/runtime/thread_affinity.h"
 #include "settings/settings.h"
 #include "settings/slurm_environment.h"
+#include "settings/torchrun_environment.h"
 
 namespace hvd {
 namespace {
 
 using settings::Setting;
 
-// Under `srun` without MPI's process management (no --mpi=pmix), each
-// task's MPI would be a job of one: only Gloo meets the step's other tasks.
-bool srun_without_mpi() {
+// Under `srun` without MPI's process management (no --mpi=pmix), or under
+// torchrun, each rank's MPI would be a job of one: only Gloo meets the
+// others. Names the launcher, or empty.
+std::string launched_without_mpi() {
   const std::optional<slurm::StepTask> task = slurm::srun_task();
-  return task && !task->mpi_launched;
+  if (task) return task->mpi_launched ? "" : "srun without --mpi=pmix";
+  return torchrun::launched_task() ? "torchrun (RANK, WORLD_SIZE, MASTER_ADDR)" : "";
 }
 
 std::string chosen_transport(const BackendFactory& backends) {
   std::string name = settings::read_string(Setting::kCpuOperations);
   if (name.empty()) name = settings::read_string(Setting::kController);
-  if (!name.empty()) return name;
+  if (!name.empty()) {
+    const std::string launcher = name == "mpi" ? launched_without_mpi() : "";
+    HVD_CHECK(launcher.empty(), InvalidArgument,
+              "MPI was asked for, but " << launcher << " started this rank: its MPI would be a "
+                                        << "job of one; use Gloo, or launch with hvdrun --mpi");
+    return name;
+  }
   const std::vector<std::string> available = backends.transports();
-  if (srun_without_mpi()) {
+  if (const std::string launcher = launched_without_mpi(); !launcher.empty()) {
     HVD_CHECK(std::find(available.begin(), available.end(), "gloo") != available.end(),
               InvalidArgument,
-              "started by srun without --mpi=pmix, and this build has no Gloo to meet the "
-              "other tasks with: run srun --mpi=pmix (MPI), or build with Gloo");
+              "started by " << launcher << ", and this build has no Gloo to meet the other "
+                            << "ranks with: launch with hvdrun or srun --mpi=pmix (MPI), or "
+                               "build with Gloo");
     return "gloo";
   }
   return available.front();

@@ -22,7 +22,8 @@ def monitored_barrier(store, rank, size, count, timeout, wait_all_ranks):
     key = "horovodcpp-monitored-barrier/{}".format(count)
     if rank != 0:
         store.set("{}/arrived/{}".format(key, rank), "1")
-        verdict = _wait(store, "{}/verdict".format(key), seconds)
+        # Longer than rank 0 waits, so that its verdict arrives first.
+        verdict = _wait(store, "{}/verdict".format(key), seconds + max(5.0, seconds / 10))
         if verdict is None:
             raise dist.DistBackendError(
                 "horovodcpp monitored_barrier: rank 0 did not answer rank {} within {:g} s".format(

@@ -20,7 +20,8 @@ tmp_copy() {  # file [subdir]
 
 tmp_copy_library() {  # program
   local lib
-  lib=$(ldd "$1" | awk '/libhorovodcpp\.so/ {print $3; exit}')
+  # "libhorovodcpp.so.0 => /a path/libhorovodcpp.so.0 (0x...)": the path may have spaces.
+  lib=$(ldd "$1" | sed -n 's/^[[:space:]]*libhorovodcpp\.so[^ ]* => \(.*\) (0x[0-9a-f]*)$/\1/p' | head -n1)
   [ -n "$lib" ] || return 0
   mkdir -p "$TMP_COPY/lib" && cp -aL "$lib" "$TMP_COPY/lib/" || return 1
   export LD_LIBRARY_PATH="$TMP_COPY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

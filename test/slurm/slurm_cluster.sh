@@ -23,7 +23,11 @@ export SLURM_CONF="$WORK/slurm.conf"
 # `timeout` can run them.
 export HVDS_WORK="$WORK" HVDS_NS_A="$NS_A" HVDS_NS_B="$NS_B" HVDS_SHARED=""
 ON_NODE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/node_exec.sh"
-ON_LOGIN="$ON_NODE login"
+# A script of its own (it is used unquoted, and the checkout's path may
+# have a space; WORK has none).
+ON_LOGIN="$WORK/on_login"
+printf '#!/bin/sh\nexec "%s" login "$@"\n' "$ON_NODE" >"$ON_LOGIN"
+chmod +x "$ON_LOGIN"
 
 # Every node sees DIR (a folder under /tmp, with all below it) at the same
 # path as the login node does (node_exec.sh binds it into the node's /tmp).

@@ -16,7 +16,8 @@ void CompletionQueue::push(std::int64_t token) {
   ready_.notify_one();
 }
 
-std::vector<std::int64_t> CompletionQueue::take(std::optional<double> timeout_seconds) {
+std::vector<std::int64_t> CompletionQueue::take(std::optional<double> timeout_seconds,
+                                                std::size_t limit) {
   std::unique_lock<std::mutex> lock(mutex_);
   const auto any = [this] { return !tokens_.empty() || closed_; };
   if (timeout_seconds) {
@@ -24,8 +25,12 @@ std::vector<std::int64_t> CompletionQueue::take(std::optional<double> timeout_se
   } else {
     ready_.wait(lock, any);
   }
-  std::vector<std::int64_t> taken(tokens_.begin(), tokens_.end());
-  tokens_.clear();
+  std::vector<std::int64_t> taken;
+  while (!tokens_.empty() && taken.size() < limit) {
+    taken.push_back(tokens_.front());
+    tokens_.pop_front();
+  }
+  if (!tokens_.empty()) ready_.notify_one();  // the rest for another taker
   return taken;
 }
 
@@ -43,9 +48,9 @@ void bind_completion_queue(py::module_& m) {
       "Tokens of finished operations for one Python thread (Work.notify pushes them).")
       .def(py::init<>())
       .def("take", &CompletionQueue::take, py::arg("timeout") = py::none(),
-           py::call_guard<py::gil_scoped_release>(),
-           "Waits (without the GIL) for tokens; returns every one there, [] on timeout or\n"
-           "once closed.")
+           py::arg("limit") = std::size_t(1) << 20, py::call_guard<py::gil_scoped_release>(),
+           "Waits (without the GIL) for tokens; returns up to `limit` of them, [] on timeout\n"
+           "or once closed. Several threads may take from one queue.")
       .def("close", &CompletionQueue::close, "Wakes take() for good.");
   m.def(
       "notify_when_done",

@@ -22,8 +22,8 @@ class CompletionQueue {
  public:
   void push(std::int64_t token);
   // Waits up to `timeout_seconds` (forever when None) for tokens; returns
-  // all that are there (empty on timeout, or once closed and drained).
-  std::vector<std::int64_t> take(std::optional<double> timeout_seconds);
+  // up to `limit` of them (none on timeout, or once closed and drained).
+  std::vector<std::int64_t> take(std::optional<double> timeout_seconds, std::size_t limit);
   void close();
 
  private:

@@ -124,14 +124,24 @@ def _fulfil(work, future):
 
 
 class _Completer:
-    """The thread that fulfils the futures of Works once the core is done."""
+    """Threads that fulfil the futures of Works once the core is done. A
+    future's callbacks run on the thread that fulfils it, and may wait for
+    another of these futures (PowerSGD's hook does): whenever the last idle
+    thread takes a completion, another is started, so one always waits on
+    the queue (their number grows only with such nesting)."""
 
     def __init__(self):
         self._queue = _core.CompletionQueue()
         self._tokens = itertools.count()
         self._watched = {}  # token -> Work
-        self._thread = threading.Thread(target=self._run, name="horovodcpp-futures", daemon=True)
-        self._thread.start()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._start_thread()
+
+    def _start_thread(self):
+        with self._lock:
+            self._idle += 1
+        threading.Thread(target=self._run, name="horovodcpp-futures", daemon=True).start()
 
     def watch(self, work):
         token = next(self._tokens)
@@ -142,10 +152,18 @@ class _Completer:
 
     def _run(self):
         while True:
-            for token in self._queue.take():
+            tokens = self._queue.take(None, 1)
+            with self._lock:
+                self._idle -= 1
+                starve = self._idle == 0
+            if starve:
+                self._start_thread()
+            for token in tokens:
                 work = self._watched.pop(token, None)
                 if work is not None and not work._future.done():
                     _fulfil(work, work._future)
+            with self._lock:
+                self._idle += 1
 
 
 _state = {"completer": None, "lock": threading.Lock()}

@@ -3,7 +3,8 @@
 # venv, then configures, builds and installs horovodcpp (hvdrun on PATH).
 # Safe to run twice: packages already present are not fetched again, and the
 # build is incremental. Used by both README commands and by .ci/run;
-# `setup.sh --tests` also installs what only the tests need (Slurm).
+# `setup.sh --tests` also installs what only the tests need (Slurm, and the
+# current PyTorch from PyPI in a venv of its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,22 +46,34 @@ build_dir=${HVD_BUILD_DIR:-build}
 # serves), not whatever python3 comes first on PATH (pyenv, conda).
 python=${HVD_PYTHON:-/usr/bin/python3}
 
-# TensorFlow is not packaged by Debian: the pinned wheels go into a venv of
-# that same interpreter (default .venv/ here, HVD_VENV to move it) with
-# --system-site-packages, so it also imports Debian's torch and pytest and
-# the horovodcpp package installed below. Skipped when the pins are already
-# installed (a copy of the requirements file marks it).
+# pinned_venv DIR REQUIREMENTS WHAT: a venv of that same interpreter with
+# --system-site-packages (it also imports Debian's packages and the
+# horovodcpp package installed below) holding the pinned wheels; skipped
+# when they are installed already (a copy of the requirements file marks it).
+pinned_venv() {
+  local dir=$1 requirements=$2 what=$3
+  [ -x "$dir/bin/python" ] || "$python" -m venv --system-site-packages "$dir"
+  if ! cmp -s "$requirements" "$dir/horovodcpp-requirements.txt"; then
+    echo "setup: installing $what into $dir"
+    "$dir/bin/python" -m pip install -q --no-cache-dir --disable-pip-version-check -r "$requirements"
+    cp "$requirements" "$dir/horovodcpp-requirements.txt"
+  fi
+}
+
+# TensorFlow is not packaged by Debian (default .venv/ here, HVD_VENV to move it).
 venv=$(realpath -m "${HVD_VENV:-.venv}")
-requirements=scripts/requirements-tensorflow.txt
-[ -x "$venv/bin/python" ] || "$python" -m venv --system-site-packages "$venv"
-if ! cmp -s "$requirements" "$venv/horovodcpp-requirements.txt"; then
-  echo "setup: installing TensorFlow into $venv"
-  "$venv/bin/python" -m pip install -q --no-cache-dir --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$venv/horovodcpp-requirements.txt"
+pinned_venv "$venv" scripts/requirements-tensorflow.txt TensorFlow
+# --tests: the current PyTorch from PyPI too, beside Debian's (about 5 GB with
+# its CUDA libraries), once per machine: outside the checkout by default.
+torch_python=""
+if [ "${1:-}" = --tests ]; then
+  torch_venv=$(realpath -m "${HVD_TORCH_VENV:-$HOME/.cache/horovodcpp/torch-venv}")
+  pinned_venv "$torch_venv" scripts/requirements-torch.txt "PyTorch from PyPI"
+  torch_python=$torch_venv/bin/python
 fi
 
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$python" \
-  -DHVD_TENSORFLOW_PYTHON="$venv/bin/python"
+  -DHVD_TENSORFLOW_PYTHON="$venv/bin/python" -DHVD_TORCH_PYTHON="$torch_python"
 cmake --build "$build_dir" -j "$(nproc)"
 
 # Install hvdrun, the library and its CMake package (default /usr/local),

@@ -9,10 +9,7 @@ fused, on shared memory, MPI, Gloo, or NCCL for CUDA tensors). Launch with
 hvdrun, srun or torchrun. docs/torch-distributed.md says what is covered
 and what differs from gloo and nccl."""
 from horovodcpp.torch.distributed import launch_environment
-from horovodcpp.torch.distributed.backend import MINIMUM_TORCH, register  # noqa: F401
-from horovodcpp.torch.distributed.collectives import HorovodcppBackend  # noqa: F401
-from horovodcpp.torch.distributed.process_group import (  # noqa: F401
-    NAME, DefaultProcessGroup, HorovodcppProcessGroup)
+from horovodcpp.torch.distributed.backend import MINIMUM_TORCH, NAME, register  # noqa: F401
 
 launch_environment.fill_in()
 register()

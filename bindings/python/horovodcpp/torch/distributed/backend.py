@@ -6,7 +6,8 @@ import torch.distributed as dist
 
 from horovodcpp.common import basics
 from horovodcpp.common.process_sets import global_process_set
-from horovodcpp.torch.distributed.process_group import NAME, DefaultProcessGroup
+
+NAME = "horovodcpp"
 
 # The oldest PyTorch this backend is tested with; older versions lack the
 # default group's new_group() hook that groups of some ranks need.
@@ -26,8 +27,11 @@ def check_torch_version():
 
 
 def create(options, backend_options=None):
-    """torch's creator for the job's group (extended API)."""
+    """torch's creator for the job's group (extended API). Imports the
+    groups only now: an older PyTorch lacks what they are made of, and is
+    refused here, at init_process_group, with the version it needs."""
     check_torch_version()
+    from horovodcpp.torch.distributed.process_group import DefaultProcessGroup
     if dist.is_initialized():  # a group made other than through new_group (split_group)
         raise NotImplementedError("horovodcpp makes groups through new_group; split_group and "
                                   "other creators are not supported")
@@ -43,7 +47,7 @@ def create(options, backend_options=None):
 
 
 def register():
-    if NAME in dist.Backend.backend_list:
+    if NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
     try:
         dist.Backend.register_backend(NAME, create, extended_api=True, devices=["cpu", "cuda"])

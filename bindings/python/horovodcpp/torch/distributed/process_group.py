@@ -14,9 +14,8 @@ import torch.distributed as dist
 
 from horovodcpp.common import basics
 from horovodcpp.common.process_sets import add_process_set, global_process_set
+from horovodcpp.torch.distributed.backend import NAME
 from horovodcpp.torch.distributed.collectives import HorovodcppBackend
-
-NAME = "horovodcpp"
 _CUSTOM = dist.ProcessGroup.BackendType.CUSTOM
 
 

@@ -7,6 +7,10 @@
 #   mnist        `srun -n 4 --ntasks-per-node=2 python mnist.py` (torch)
 #   sbatch       a job script (#SBATCH lines, srun python ..., a checkpoint
 #                on rank 0) ends COMPLETED with the accuracy in its output
+#   torchrun     `srun torchrun --nnodes=2 --nproc_per_node=2 --rdzv-backend
+#                c10d ...` (with --torchrun, the current PyTorch): a DDP
+#                script on backend horovodcpp, and a Horovod-API script, each
+#                one job of 4 ranks over the two nodes
 #   hvdrun       hvdrun inside salloc, no -H: Gloo mode (one srun step, and
 #                -np 3 placed as it says), MPI mode (mpirun over srun); an
 #                ssh that records any call must stay unused
@@ -21,7 +25,8 @@
 # /tmp in a folder whose name has a space (tmp_copy.sh): each node has a
 # /tmp of its own, and a checkout or build there must work as elsewhere.
 #
-# usage: slurm_tests.sh HVDRUN FAULT_WORKER [--torch PYTHON MNIST_PY] [--mpi]
+# usage: slurm_tests.sh HVDRUN FAULT_WORKER [--torch PYTHON MNIST_PY]
+#                       [--torchrun TORCH_PYTHON SCRIPTS_DIR] [--mpi]
 # (root). Exit 77 (skip) when the cluster cannot be built here; under CI
 # (CI=true) that is a failure instead.
 set -u
@@ -29,10 +34,11 @@ set -u
 HVDRUN=$(readlink -f "${1:?usage: slurm_tests.sh HVDRUN FAULT_WORKER}")
 WORKER=$(readlink -f "${2:?usage: slurm_tests.sh HVDRUN FAULT_WORKER}")
 shift 2
-PYTHON="" MNIST="" MPI=0
+PYTHON="" MNIST="" MPI=0 TORCH_PYTHON="" SCRIPTS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --torch) PYTHON=$2 MNIST=$(readlink -f "$3"); shift 3 ;;
+    --torchrun) TORCH_PYTHON=$2 SCRIPTS=$(readlink -f "$3"); shift 3 ;;
     --mpi) MPI=1; shift ;;
     *) echo "unknown argument $1"; exit 2 ;;
   esac
@@ -49,6 +55,7 @@ tmp_copy_make || { echo "FAIL: cannot make a folder under /tmp"; exit 1; }
 tmp_copy_library "$WORKER" || exit 1
 HVDRUN=$(tmp_copy "$HVDRUN") && WORKER=$(tmp_copy "$WORKER") || exit 1
 if [ -n "$MNIST" ]; then MNIST=$(tmp_copy "$MNIST" examples) || exit 1; fi
+if [ -n "$SCRIPTS" ]; then SCRIPTS=$(tmp_copy "$SCRIPTS" examples) || exit 1; fi
 copied_path=""
 IFS=: read -ra python_dirs <<<"${PYTHONPATH:-}"
 for dir in "${python_dirs[@]}"; do
@@ -148,6 +155,29 @@ EOF
   [ -f "$WORK/checkpoints/checkpoint-1.pt" ] || why+="no checkpoint from rank 0; "
   grep -q "guarded only by the job" "$out" 2>/dev/null && why+="the exported secret was not used; "
   report "sbatch job script (srun python mnist.py, checkpoint): $state" "$why" "$log"
+fi
+
+# 3b. srun torchrun, as the wikis have it: one agent per node, c10d rendezvous on nodea.
+if [ -n "$TORCH_PYTHON" ]; then
+  for script in launched_ddp launched_horovod_api; do
+    log="$WORK/torchrun-$script.log"
+    timeout -s KILL 180 $ON_LOGIN srun -N 2 --ntasks-per-node=1 \
+      "$(dirname "$TORCH_PYTHON")/torchrun" --nnodes=2 --nproc_per_node=2 --rdzv-backend=c10d \
+      --rdzv-endpoint=nodea:29411 --rdzv-id="$TAG" "$SCRIPTS/$script.py" >"$log" 2>&1
+    rc=$?
+    why=""
+    [ "$rc" -ne 0 ] && why+="srun exited $rc; "
+    for r in 0 1 2 3; do
+      if [ "$script" = launched_ddp ]; then
+        line="ddp rank $r of 4 gradient ok"
+      else
+        line="horovod api rank $r of 4 local $((r % 2)) of 2 sum 10 transport gloo"
+      fi
+      grep -q "$line" "$log" || why+="no '$line'; "
+    done
+    report "srun -N 2 torchrun --nnodes=2 --nproc_per_node=2: $script.py, one job of 4" "$why" \
+      "$log"
+  done
 fi
 
 # 4. hvdrun inside an allocation, no -H: srun (Gloo) or mpirun's Slurm launcher (MPI).

@@ -151,15 +151,16 @@ Work allreduce_async(const TensorView& tensor, const std::string& name, ReduceOp
 
 void allreduce(const TensorView& input, const TensorView& output, const std::string& name,
                ReduceOp op, double prescale_factor, double postscale_factor,
-               const ProcessSet& process_set) {
+               const ProcessSet& process_set, std::optional<std::chrono::milliseconds> timeout) {
   current()->run_blocking(
       request_of(OpType::kAllreduce, name, op, 0, prescale_factor, postscale_factor), input, output,
-      process_set);
+      process_set, timeout);
 }
 
 void allreduce(const TensorView& tensor, const std::string& name, ReduceOp op,
-               double prescale_factor, double postscale_factor, const ProcessSet& process_set) {
-  allreduce(tensor, tensor, name, op, prescale_factor, postscale_factor, process_set);
+               double prescale_factor, double postscale_factor, const ProcessSet& process_set,
+               std::optional<std::chrono::milliseconds> timeout) {
+  allreduce(tensor, tensor, name, op, prescale_factor, postscale_factor, process_set, timeout);
 }
 
 Work allgather_async(const TensorView& input, const std::string& name,

@@ -2,6 +2,7 @@
 // are tensors or (tensor, dtype name) pairs (see tensor_import.h).
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -66,6 +67,23 @@ Work allreduce_async(py::object input, py::object output, const std::string& nam
   return make_work(
       hvd::allreduce_async(in.view, out.view, name, op, prescale, postscale, resolve(ps)),
       {&in, &out});
+}
+
+// The blocking allreduce: a lone CPU allreduce runs in the caller's own
+// cycle (the core's lone blocking path), with no Work or hand-over.
+void allreduce(py::object input, py::object output, const std::string& name, hvd::ReduceOp op,
+               double prescale, double postscale, const OptSet& ps, std::uintptr_t stream,
+               std::optional<double> timeout_seconds) {
+  const hvd::ProcessSet set = resolve(ps);
+  std::optional<std::chrono::milliseconds> timeout;
+  if (timeout_seconds) {
+    timeout = std::chrono::milliseconds(static_cast<long long>(*timeout_seconds * 1000.0));
+  }
+  ImportedTensor in = import_on(input, /*writable=*/output.is_none(), stream);
+  std::optional<ImportedTensor> out;
+  if (!output.is_none()) out = import_on(output, true, stream);
+  py::gil_scoped_release release;
+  hvd::allreduce(in.view, out ? out->view : in.view, name, op, prescale, postscale, set, timeout);
 }
 
 Work allgather_async(py::object input, const std::string& name, const OptSet& ps,
@@ -165,6 +183,12 @@ void bind_ops(py::module_& m) {
         py::arg("name") = "", py::arg("op") = avg, py::arg("prescale_factor") = 1.0,
         py::arg("postscale_factor") = 1.0, on(), st(),
         "output = postscale * reduce(prescale * input); in place when output is None.");
+  m.def("allreduce", &allreduce, py::arg("input"), py::arg("output") = py::none(),
+        py::arg("name") = "", py::arg("op") = avg, py::arg("prescale_factor") = 1.0,
+        py::arg("postscale_factor") = 1.0, on(), st(), py::arg("timeout") = py::none(),
+        "allreduce_async and wait in one call, without the GIL (a lone CPU allreduce runs in\n"
+        "the caller's own cycle); raises the operation's error, or HorovodTimeoutError after\n"
+        "`timeout` seconds (the operation then stays in flight).");
   m.def("allreduce_async_many", &allreduce_async_many, py::arg("inputs"), py::arg("names"),
         py::arg("op") = avg, py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0,
         on(), st(),

@@ -120,15 +120,16 @@ Work ProcessSetRuntime::enqueue(Request request, const TensorView& input, const 
 }
 
 void ProcessSetRuntime::run_blocking(Request request, const TensorView& input,
-                                     const TensorView& output) {
+                                     const TensorView& output,
+                                     std::optional<std::chrono::milliseconds> timeout) {
   prepare(request, input, output);
   AloneCall call(std::move(request), input, output);
   if (coordinator_->run_alone(call)) {
-    if (call.work) Work(call.work).wait();
+    if (call.work) Work(call.work).wait(timeout);
     if (call.error) std::rethrow_exception(call.error);
     return;
   }
-  enqueue(std::move(call.request), input, output, true).wait();
+  enqueue(std::move(call.request), input, output, true).wait(timeout);
 }
 
 void ProcessSetRuntime::prepare(Request& request, const TensorView& input,

@@ -47,7 +47,9 @@ class ProcessSetRuntime {
   Work submit(Request request, const TensorView& input, const TensorView& output);
   // submit() and wait for it; a lone CPU allreduce or barrier runs on this
   // thread without being queued where it can (Coordinator::run_alone).
-  void run_blocking(Request request, const TensorView& input, const TensorView& output);
+  // After `timeout`, Timeout is thrown and the operation stays in flight.
+  void run_blocking(Request request, const TensorView& input, const TensorView& output,
+                    std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   // Submits a group (grouped_* API): `request` is the template of every
   // member; member i is named "<name>.<i>" (name automatic when empty) and
   // tagged with the group so the set's rank 0 releases the members together.

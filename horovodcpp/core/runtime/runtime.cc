@@ -169,8 +169,9 @@ Work Runtime::submit(Request request, const TensorView& input, const TensorView&
 }
 
 void Runtime::run_blocking(Request request, const TensorView& input, const TensorView& output,
-                           const ProcessSet& process_set) {
-  member_runtime(process_set)->run_blocking(std::move(request), input, output);
+                           const ProcessSet& process_set,
+                           std::optional<std::chrono::milliseconds> timeout) {
+  member_runtime(process_set)->run_blocking(std::move(request), input, output, timeout);
 }
 
 std::vector<Work> Runtime::submit_group(const Request& request,

@@ -50,7 +50,8 @@ class Runtime {
               const ProcessSet& process_set);
   // submit() and wait (ProcessSetRuntime::run_blocking).
   void run_blocking(Request request, const TensorView& input, const TensorView& output,
-                    const ProcessSet& process_set);
+                    const ProcessSet& process_set,
+                    std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   std::vector<Work> submit_group(const Request& request, const std::vector<TensorView>& inputs,
                                  const std::vector<TensorView>& outputs,
                                  const ProcessSet& process_set);

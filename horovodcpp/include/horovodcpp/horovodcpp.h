@@ -10,6 +10,8 @@
 // consistent when every rank issues its unnamed calls in the same order.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,14 +103,19 @@ HVD_EXPORT std::vector<Work> allreduce_async_many(
     const std::vector<TensorView>& tensors, const std::vector<std::string>& names,
     ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0, double postscale_factor = 1.0,
     const ProcessSet& process_set = global_process_set());
+// The blocking allreduce: a lone CPU allreduce runs in the caller's own
+// cycle. With a timeout, hvd::Timeout is thrown after it (the operation
+// stays in flight, and its name with it).
 HVD_EXPORT void allreduce(const TensorView& input, const TensorView& output,
                           const std::string& name = "", ReduceOp op = ReduceOp::kAverage,
                           double prescale_factor = 1.0, double postscale_factor = 1.0,
-                          const ProcessSet& process_set = global_process_set());
+                          const ProcessSet& process_set = global_process_set(),
+                          std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 HVD_EXPORT void allreduce(const TensorView& tensor, const std::string& name = "",
                           ReduceOp op = ReduceOp::kAverage, double prescale_factor = 1.0,
                           double postscale_factor = 1.0,
-                          const ProcessSet& process_set = global_process_set());
+                          const ProcessSet& process_set = global_process_set(),
+                          std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
 // Allgather: concatenates every rank's tensor along the first dimension,
 // which may differ between ranks (the other dimensions may not). The result

@@ -51,7 +51,8 @@ class HorovodAllreduce(torch.autograd.Function):
     def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, process_set):
         ctx.args = dict(op=op, prescale_factor=prescale_factor,
                         postscale_factor=postscale_factor, process_set=process_set)
-        return synchronize(mpi_ops.allreduce_async(tensor, name=name, **ctx.args))
+        return _allreduce_into_new(tensor, name, op, prescale_factor, postscale_factor,
+                                   process_set)
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -67,11 +68,22 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     .powersgd reduces it with its state for `name` (then the result is not
     differentiable)."""
     op = resolve_op(op, average)
+    if compression is Compression.none and not (tensor.requires_grad and
+                                                torch.is_grad_enabled()):
+        # Nothing to differentiate: no autograd Function around the call.
+        return _allreduce_into_new(tensor, name, op, prescale_factor, postscale_factor,
+                                   process_set)
     if reduces_itself(compression):
         return start_reductions(compression, [tensor], [name], op, prescale_factor,
                                 postscale_factor, process_set)()[0]
     return _compressed(compression, [tensor], lambda t: [HorovodAllreduce.apply(
         t, name, op, prescale_factor, postscale_factor, process_set)])[0]
+
+
+def _allreduce_into_new(tensor, name, op, prescale_factor, postscale_factor, process_set):
+    output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+    return mpi_ops.allreduce_blocking(tensor, output, name, op, prescale_factor,
+                                      postscale_factor, process_set)
 
 
 class HorovodGroupedAllreduce(torch.autograd.Function):

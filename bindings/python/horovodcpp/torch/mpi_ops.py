@@ -114,8 +114,26 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` over all ranks in place and returns it."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
-                                        postscale_factor, process_set))
+    op = resolve_op(op, average)
+    return allreduce_blocking(tensor, tensor, name, op, prescale_factor, postscale_factor,
+                              process_set)
+
+
+def allreduce_blocking(tensor, output, name, op, prescale_factor, postscale_factor, process_set):
+    """Reduces `tensor` into `output` (which may be `tensor`) and returns
+    `output`. A CPU tensor goes through the core's blocking call, which runs
+    a lone small allreduce in this thread's own cycle, without a handle."""
+    if tensor.is_cuda:
+        return synchronize(_allreduce_async(tensor, output, name, op, prescale_factor,
+                                            postscale_factor, process_set))
+    if output is tensor:
+        _core.allreduce(_inplace_tensor(tensor), None, _name("allreduce", name), op,
+                        prescale_factor, postscale_factor, _core_set(process_set))
+    else:  # _core_tensor detaches a tensor that requires grad
+        _core.allreduce(_core_tensor(tensor.contiguous()), _core_tensor(output),
+                        _name("allreduce", name), op, prescale_factor, postscale_factor,
+                        _core_set(process_set))
+    return output
 
 
 def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postscale_factor,

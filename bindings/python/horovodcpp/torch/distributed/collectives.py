@@ -15,12 +15,13 @@ meet under one name, and the core's negotiation fails all of them with an
 error naming the ranks and the field that differ."""
 import torch
 import torch.distributed as dist
+from torch.utils.dlpack import to_dlpack
 
 from horovodcpp import _core
 from horovodcpp.common.basics import Average, Max, Min, Product, Sum
 from horovodcpp.torch.distributed import point_to_point
 from horovodcpp.torch.distributed.monitored_barrier import monitored_barrier
-from horovodcpp.torch.distributed.work import Work, as_dist_error, completed
+from horovodcpp.torch.distributed.work import Work, as_dist_error, completed, timed_out
 from horovodcpp.torch.mpi_ops import _core_tensor, _from_core, _group_stream, _stream
 
 WINDOW = 16
@@ -29,8 +30,14 @@ _OPS = {dist.ReduceOp.SUM: Sum, dist.ReduceOp.AVG: Average, dist.ReduceOp.PRODUC
         dist.ReduceOp.MIN: Min, dist.ReduceOp.MAX: Max}
 
 
+_DIRECT = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
+           torch.int16, torch.int8, torch.uint8}
+
+
 def _core_of(tensor):
     """What _core takes for `tensor`: complex numbers as pairs of reals."""
+    if tensor.dtype in _DIRECT and not tensor.requires_grad:
+        return to_dlpack(tensor)  # the common case, without _core_tensor's checks
     if tensor.is_complex():
         tensor = torch.view_as_real(tensor)
     return _core_tensor(tensor)
@@ -50,14 +57,20 @@ def _contiguous(tensors, what):
             raise ValueError("horovodcpp {}: tensors must be contiguous".format(what))
 
 
-def reduce_op(op, what, complex_ok=True):
+_OP_OF_VALUE = {int(kind): op for kind, op in _OPS.items()}
+_PREMUL_SUM = int(dist.ReduceOp.PREMUL_SUM)
+
+
+def reduce_op(op, what):
     """(horovodcpp op, prescale factor) for a torch ReduceOp."""
     kind = getattr(op, "op", op)
-    if kind == dist.ReduceOp.PREMUL_SUM:
+    value = int(kind)
+    found = _OP_OF_VALUE.get(value)
+    if found is not None:
+        return found, 1.0
+    if value == _PREMUL_SUM:
         factor = op.factor
         return Sum, float(factor.item() if torch.is_tensor(factor) else factor)
-    if kind in _OPS:
-        return _OPS[kind], 1.0
     raise ValueError("horovodcpp {}: ReduceOp.{} is not supported (SUM, AVG, PRODUCT, MIN, MAX "
                      "and PREMUL_SUM are)".format(what, getattr(kind, "name", kind)))
 
@@ -68,18 +81,33 @@ class _Names:
     def __init__(self, prefix):
         self._prefix = prefix
         self._counts = {}
+        self._names = {}  # kind -> its WINDOW names
         self._in_flight = {}  # name -> the _core.Works submitted under it
+
+    def next(self, kind):
+        """The kind's next name, once this rank has nothing in flight under it."""
+        count = self._counts.get(kind, 0)
+        self._counts[kind] = count + 1
+        names = self._names.get(kind)
+        if names is None:
+            names = self._names[kind] = ["{}.{}.{}".format(self._prefix, kind, i)
+                                         for i in range(WINDOW)]
+        name = names[count % WINDOW]
+        earlier = self._in_flight.pop(name, None)
+        if earlier is not None:
+            for work in earlier:
+                try:
+                    work.wait()
+                except Exception:  # noqa: BLE001  (its own wait() reports it)
+                    pass
+        return name
+
+    def hold(self, name, works):
+        self._in_flight[name] = works
 
     def submit(self, kind, submit):
         """submit(name) -> list of _core.Work, under the kind's next name."""
-        count = self._counts.get(kind, 0)
-        self._counts[kind] = count + 1
-        name = "{}.{}.{}".format(self._prefix, kind, count % WINDOW)
-        for earlier in self._in_flight.pop(name, ()):
-            try:
-                earlier.wait()
-            except Exception:  # noqa: BLE001  (its own wait() reports it)
-                pass
+        name = self.next(kind)
         works = submit(name)
         self._in_flight[name] = works
         return works
@@ -102,6 +130,7 @@ class HorovodcppBackend(torch._C._distributed_c10d.Backend):
         self._names = _Names("pg{}".format(process_set.process_set_id))
         self._p2p = point_to_point.PointToPoint(store, rank, size, timeout)
         self._monitored = 0
+        self._done = completed([])
 
     # batch_isend_irecv asks; point-to-point goes one by one (point_to_point.py).
     supports_coalescing = False
@@ -116,9 +145,10 @@ class HorovodcppBackend(torch._C._distributed_c10d.Backend):
         return self._size
 
     # -- plumbing -------------------------------------------------------
-    def _work(self, kind, submit, finish, what):
+    def _work(self, kind, submit, what, result):
+        """A collective whose result is `result` (tensors written in place)."""
         works = self._names.submit(kind, submit)
-        return Work(works, finish, what, self._timeout)
+        return Work(works, None, what, self._timeout, result)
 
     def _root(self, group_root):
         if not 0 <= group_root < self.size():
@@ -130,15 +160,29 @@ class HorovodcppBackend(torch._C._distributed_c10d.Backend):
     def allreduce(self, tensors, opts=None):
         op, scale = reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM,
                               "all_reduce")
-        _contiguous(tensors, "all_reduce")
         if len(tensors) != 1:
             return self.allreduce_coalesced(tensors, opts)
         tensor = tensors[0]
-
-        def submit(name):
-            return [_core.allreduce_async(_core_of(tensor), None, name, op, scale, 1.0,
-                                          self._core_set, _stream(tensor))]
-        return self._work("allreduce", submit, lambda: tensors, "all_reduce")
+        if not tensor.is_contiguous():
+            _contiguous(tensors, "all_reduce")
+        name = self._names.next("allreduce")
+        if opts is not None and not opts.asyncOp and not tensor.is_cuda:
+            # torch waits at once: the core's blocking call (a lone small
+            # allreduce runs in this thread's own cycle), and a finished
+            # Work that nobody keeps (one per backend, its result updated).
+            try:
+                _core.allreduce(_core_of(tensor), None, name, op, scale, 1.0, self._core_set, 0,
+                                self._timeout)
+            except _core.HorovodTimeoutError:
+                raise timed_out("all_reduce", self._timeout) from None
+            except Exception as error:  # noqa: BLE001
+                raise as_dist_error(error, "all_reduce") from error
+            self._done._result = tensors
+            return self._done
+        work = _core.allreduce_async(_core_of(tensor), None, name, op, scale, 1.0,
+                                     self._core_set, _stream(tensor))
+        self._names.hold(name, (work,))
+        return Work((work,), None, "all_reduce", self._timeout, tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
         op, scale = reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM,
@@ -150,7 +194,7 @@ class HorovodcppBackend(torch._C._distributed_c10d.Backend):
             return _core.grouped_allreduce_async([_core_of(t) for t in tensors], None, name, op,
                                                  scale, 1.0, self._core_set,
                                                  _group_stream(tensors))
-        return self._work("allreduce_coalesced", submit, lambda: tensors, "all_reduce_coalesced")
+        return self._work("allreduce_coalesced", submit, "all_reduce_coalesced", tensors)
 
     # -- broadcast and reduce -------------------------------------------
     def broadcast(self, tensors, opts=None):
@@ -161,7 +205,7 @@ class HorovodcppBackend(torch._C._distributed_c10d.Backend):
         def submit(name):
             return [_core.broadcast_async(_core_of(tensor), root, name, self._core_set,
                                           _stream(tensor))]
-        return self._work("broadcast", submit, lambda: tensors, "broadcast")
+        return self._work("broadcast", submit, "broadcast", tensors)
 
     def reduce(self, tensors, opts=None):
         """The reduction reaches every rank (an allreduce); only the root's
@@ -176,7 +220,7 @@ class HorovodcppBackend(torch._C._distributed_c10d.Backend):
             return [_core.allreduce_async(_core_of(tensor), None if mine else _core_of(output),
                                           name, op, scale, 1.0, self._core_set,
                                           _stream(tensor))]
-        return self._work("reduce", submit, lambda: tensors, "reduce")
+        return self._work("reduce", submit, "reduce", tensors)
 
     # -- allgather and gather --------------------------------------------
     def _gather_flat(self, kind, tensor, what, copy_out):

@@ -43,9 +43,10 @@ class PointToPoint:
 
     def send(self, tensors, dst, tag):
         self._check(dst, "send")
-        host = [t.cpu() if t.is_cuda else t for t in tensors]
-        work = self._gloo().send(host, dst, tag)
-        return Work([], lambda: (work.wait(), tensors)[1], "send", None)
+        if not any(t.is_cuda for t in tensors):
+            return self._gloo().send(tensors, dst, tag)
+        work = self._gloo().send([t.cpu() for t in tensors], dst, tag)
+        return Work((), lambda: (work.wait(), tensors)[1], "send", None)
 
     def recv(self, tensors, src, tag):
         self._check(src, "recv")
@@ -55,13 +56,16 @@ class PointToPoint:
         return self._receive(tensors, lambda host: self._gloo().recv_anysource(host, tag))
 
     def _receive(self, tensors, start):
-        host = [torch.empty_like(t, device="cpu") if t.is_cuda else t for t in tensors]
+        """Gloo's own Work for CPU tensors; CUDA ones are received in host
+        memory and copied over when waited for."""
+        if not any(t.is_cuda for t in tensors):
+            return start(tensors)
+        host = [torch.empty_like(t, device="cpu") for t in tensors]
         work = start(host)
 
         def finish():
             work.wait()
             for t, h in zip(tensors, host):
-                if t is not h:
-                    t.copy_(h)
+                t.copy_(h)
             return tensors
-        return Work([], finish, "recv", None)
+        return Work((), finish, "recv", None)

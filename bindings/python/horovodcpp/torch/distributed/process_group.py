@@ -31,6 +31,9 @@ class HorovodcppProcessGroup(dist.ProcessGroup):
         for device in ("cpu", "cuda"):
             self._register_backend(torch.device(device), _CUSTOM, self._backend)
         self._set_default_backend(_CUSTOM)
+        # The backend's methods themselves, without a frame in between.
+        for name in _FORWARDED:
+            setattr(self, name, getattr(self._backend, name))
 
     @property
     def process_set(self):
@@ -38,26 +41,17 @@ class HorovodcppProcessGroup(dist.ProcessGroup):
         return self._process_set
 
 
-def _forward(name):
-    def method(self, *args, **kwargs):
-        return getattr(self._backend, name)(*args, **kwargs)
-    method.__name__ = name
-    method.__doc__ = "HorovodcppBackend.{}".format(name)
-    return method
-
-
 # torch's Python layer calls these on the group (and C++ callers such as
-# DDP's reducer reach them through the group's trampoline): forwarded here,
-# the caller gets the backend's Work itself, with every method of it; the
-# dispatcher's callers (functional collectives) reach the backend directly.
-for _name in ("allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
-              "_allgather_base", "all_gather_single", "allgather_into_tensor_coalesced",
-              "all_gather_single_coalesced", "allgather_coalesced", "gather", "gather_single",
-              "scatter", "alltoall", "alltoall_base", "all_to_all_single", "reduce_scatter",
-              "_reduce_scatter_base", "reduce_scatter_single", "reduce_scatter_tensor_coalesced",
-              "reduce_scatter_single_coalesced", "barrier", "monitored_barrier", "send", "recv",
-              "recv_anysource"):
-    setattr(HorovodcppProcessGroup, _name, _forward(_name))
+# DDP's reducer reach them through the group's trampoline): the caller gets
+# the backend's Work itself, with every method of it; the dispatcher's
+# callers (functional collectives) reach the backend directly.
+_FORWARDED = (
+    "allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather", "_allgather_base",
+    "all_gather_single", "allgather_into_tensor_coalesced", "all_gather_single_coalesced",
+    "allgather_coalesced", "gather", "gather_single", "scatter", "alltoall", "alltoall_base",
+    "all_to_all_single", "reduce_scatter", "_reduce_scatter_base", "reduce_scatter_single",
+    "reduce_scatter_tensor_coalesced", "reduce_scatter_single_coalesced", "barrier",
+    "monitored_barrier", "send", "recv", "recv_anysource")
 
 
 class DefaultProcessGroup(HorovodcppProcessGroup):

@@ -28,6 +28,12 @@ def as_dist_error(error, what):
     return dist.DistBackendError("horovodcpp {}: {}".format(what, error))
 
 
+def timed_out(what, seconds):
+    return dist.DistBackendError(
+        "horovodcpp {}: not complete after {:g} s (the process group's timeout): a rank has not "
+        "called it, or waits elsewhere".format(what, seconds))
+
+
 def _seconds(timeout):
     if timeout is None:
         return None
@@ -40,52 +46,54 @@ def _seconds(timeout):
 
 class Work(dist.Work):
     """One collective of the process group. `works`: its _core.Work handles;
-    `finish()`: run once they are all done, returns the result (a list of
-    tensors: the future's value); `timeout`: the group's, in seconds."""
+    `finish()`, run once they are all done, returns the result (a list of
+    tensors: the future's value), or None when `result` is it already;
+    `timeout`: the group's, in seconds."""
 
-    def __init__(self, works, finish, what, timeout):
+    def __init__(self, works, finish, what, timeout, result=None):
         super().__init__()
-        self._works = list(works)
+        self._works = works
         self._finish = finish
         self._what = what
         self._timeout = timeout
         self._lock = threading.Lock()
-        self._result = None
+        self._result = result
         self._error = None
         self._finished = False
         self._future = None
 
     def _run_finish(self):
-        """Runs finish() once, on whichever thread gets here first."""
+        """Runs finish() once, on whichever thread gets here first, after
+        every handle is done."""
         with self._lock:
             if self._finished:
                 return
             try:
                 for work in self._works:
                     work.wait()
-                self._result = self._finish()
+                if self._finish is not None:
+                    self._result = self._finish()
             except Exception as error:  # noqa: BLE001  (kept for every waiter)
                 self._error = as_dist_error(error, self._what)
             self._finished = True
 
     def wait(self, timeout=None):
-        seconds = _seconds(timeout) or self._timeout
-        try:
-            for work in self._works:
-                work.wait(seconds)
-        except _core.HorovodTimeoutError:
-            raise dist.DistBackendError(
-                "horovodcpp {}: not complete after {:g} s (the process group's timeout): a rank "
-                "has not called it, or waits elsewhere".format(self._what, seconds)) from None
-        except Exception:  # noqa: BLE001  (the error is kept and raised below)
-            pass
-        self._run_finish()
+        if not self._finished:
+            seconds = _seconds(timeout) or self._timeout
+            try:
+                for work in self._works:
+                    work.wait(seconds)
+            except _core.HorovodTimeoutError:
+                raise timed_out(self._what, seconds) from None
+            except Exception:  # noqa: BLE001  (_run_finish keeps it, raised below)
+                pass
+            self._run_finish()
         if self._error is not None:
             raise self._error
         return True
 
     def is_completed(self):
-        return all(work.poll() for work in self._works)
+        return self._finished or all(work.poll() for work in self._works)
 
     def is_success(self):
         if not self.is_completed():
@@ -177,6 +185,7 @@ def _completer():
 
 
 def completed(result):
-    """A Work that is already done (what a rank outside the group, or an
-    operation with nothing to send, returns)."""
-    return Work([], lambda: result, "no-op", None)
+    """A Work that is already done, with `result`."""
+    work = Work((), None, "done", None, result)
+    work._finished = True
+    return work

@@ -82,8 +82,18 @@ void allreduce(py::object input, py::object output, const std::string& name, hvd
   ImportedTensor in = import_on(input, /*writable=*/output.is_none(), stream);
   std::optional<ImportedTensor> out;
   if (!output.is_none()) out = import_on(output, true, stream);
-  py::gil_scoped_release release;
-  hvd::allreduce(in.view, out ? out->view : in.view, name, op, prescale, postscale, set, timeout);
+  try {
+    py::gil_scoped_release release;
+    hvd::allreduce(in.view, out ? out->view : in.view, name, op, prescale, postscale, set,
+                   timeout);
+  } catch (const hvd::Timeout&) {
+    // Still in flight, with no handle to wait for: its tensors are kept
+    // for good (a timed-out job is ending), never freed under the core.
+    static auto* orphans = new std::vector<std::shared_ptr<void>>();
+    orphans->push_back(in.keep);
+    if (out) orphans->push_back(out->keep);
+    throw;
+  }
 }
 
 Work allgather_async(py::object input, const std::string& name, const OptSet& ps,

@@ -1,5 +1,6 @@
 // Tensor fusion benchmark: the time of one training-like step that averages
-// many gradient-sized tensors (default 200 x 64 KiB of float32). Run it with
+// many gradient-sized tensors (default 200 x 64 KiB of float32; or the
+// element counts of --elements-list, e.g. a model's parameters). Run it with
 // HOROVODCPP_FUSION_THRESHOLD=0 (no fusion) and with fusion to compare:
 //   HOROVODCPP_FUSION_THRESHOLD=0 hvdrun -np 2 build/bench/fusion_bench
 #include <horovodcpp/horovodcpp.h>
@@ -8,24 +9,33 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
 int main(int argc, char** argv) {
   int tensors = 200, elements = 16384, steps = 20, warmup = 3;
+  std::vector<long> element_list;  // --elements-list: one count per tensor
   for (int i = 1; i + 1 < argc; i += 2) {
     const int value = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--tensors")) tensors = value;
     else if (!std::strcmp(argv[i], "--elements")) elements = value;
     else if (!std::strcmp(argv[i], "--steps")) steps = value;
     else if (!std::strcmp(argv[i], "--warmup")) warmup = value;
-    else {
-      std::fprintf(stderr, "usage: fusion_bench [--tensors N] [--elements N] [--steps N] [--warmup N]\n");
+    else if (!std::strcmp(argv[i], "--elements-list")) {
+      std::stringstream list(argv[i + 1]);
+      for (std::string item; std::getline(list, item, ',');) element_list.push_back(std::stol(item));
+    } else {
+      std::fprintf(stderr, "usage: fusion_bench [--tensors N] [--elements N] [--elements-list "
+                           "N,N,...] [--steps N] [--warmup N]\n");
       return 2;
     }
   }
+  if (element_list.empty()) element_list.assign(tensors, elements);
+  tensors = static_cast<int>(element_list.size());
   hvd::init();
-  std::vector<std::vector<float>> grads(tensors, std::vector<float>(elements, 1.0f));
+  std::vector<std::vector<float>> grads;
+  for (long n : element_list) grads.emplace_back(n, 1.0f);
   auto step = [&] {
     std::vector<hvd::Work> works;
     works.reserve(tensors);
@@ -42,8 +52,10 @@ int main(int argc, char** argv) {
   hvd::allreduce(hvd::view(&ms, {1}), "step_ms", hvd::ReduceOp::kMax);
   if (hvd::rank() == 0) {
     const char* threshold = std::getenv("HOROVODCPP_FUSION_THRESHOLD");
-    std::printf("ranks=%d tensors=%d x %d float32 fusion_threshold=%s: %.2f ms/step\n", hvd::size(),
-                tensors, elements, threshold ? threshold : "default", ms);
+    long total = 0;
+    for (long n : element_list) total += n;
+    std::printf("ranks=%d tensors=%d (%ld float32) fusion_threshold=%s: %.3f ms/step\n",
+                hvd::size(), tensors, total, threshold ? threshold : "default", ms);
   }
   hvd::shutdown();
   return 0;

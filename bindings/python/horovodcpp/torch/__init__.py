@@ -16,14 +16,16 @@ init(comm=...) with a subset of the launched ranks (NotImplementedError).
 import torch  # noqa: F401
 from horovodcpp.common.basics import (  # noqa: F401
     Adasum, Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
-    Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cross_rank, cross_size,
-    cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
-    local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
-    rocm_built, shutdown, size, start_timeline, stop_timeline)
+    Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cuda_built, ddl_built,
+    gloo_built, gloo_enabled, init, is_homogeneous, is_initialized, mpi_built, mpi_enabled,
+    mpi_threads_supported, nccl_built, rocm_built, shutdown, start_timeline, stop_timeline)
+# rank(), size(), ...: constants of a torch.compile graph (compiling.py).
+from horovodcpp.torch.compiling import (  # noqa: F401
+    cross_rank, cross_size, local_rank, local_size, rank, size)
 from horovodcpp.common.process_sets import (  # noqa: F401
     ProcessSet, add_process_set, global_process_set, remove_process_set)
 from horovodcpp.common.util import check_extension  # noqa: F401
-from horovodcpp.torch import elastic  # noqa: F401  (hvd.elastic.run, TorchState, ...)
+from horovodcpp.torch import compiling, elastic  # noqa: F401  (hvd.elastic.run, TorchState, ...)
 from horovodcpp.torch.autograd_ops import (  # noqa: F401
     allgather, allreduce, alltoall, broadcast, grouped_allgather, grouped_allreduce,
     grouped_reducescatter, reducescatter)
@@ -38,3 +40,6 @@ from horovodcpp.torch.mpi_ops import (  # noqa: F401
     reducescatter_async, sparse_allreduce_async)
 from horovodcpp.torch.optimizer import DistributedOptimizer  # noqa: F401
 from horovodcpp.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
+# The collectives as custom operators, for torch.compile (PyTorch 2.4+).
+if compiling.AVAILABLE:
+    from horovodcpp.torch.compiled_ops import compile_backend  # noqa: F401,E402

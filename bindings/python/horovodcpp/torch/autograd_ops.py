@@ -20,7 +20,8 @@ from horovodcpp import _core
 from horovodcpp.common.basics import Average, Sum
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import resolve_op
-from horovodcpp.torch import mpi_ops
+from horovodcpp.torch import compiling, mpi_ops
+from horovodcpp.torch.compiling import is_compiling
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.handles import synchronize
 from horovodcpp.torch.reducing_compressor import reduces_itself, start_reductions
@@ -68,6 +69,10 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     .powersgd reduces it with its state for `name` (then the result is not
     differentiable)."""
     op = resolve_op(op, average)
+    if is_compiling() and not reduces_itself(compression):  # a custom operator in the graph
+        return _compressed(compression, [tensor], lambda t: [compiling.OPS.allreduce(
+            t, name or "", int(op), prescale_factor, postscale_factor,
+            process_set.process_set_id)])[0]
     if compression is Compression.none and not (tensor.requires_grad and
                                                 torch.is_grad_enabled()):
         # Nothing to differentiate: no autograd Function around the call.
@@ -105,6 +110,10 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
     if not tensors:
         return []
     op = resolve_op(op, average)
+    if is_compiling() and not reduces_itself(compression):
+        return _compressed(compression, tensors, lambda *ts: compiling.OPS.grouped_allreduce(
+            list(ts), name or "", int(op), prescale_factor, postscale_factor,
+            process_set.process_set_id))
     if reduces_itself(compression):
         return start_reductions(compression, tensors,
                                 ["{}.{}".format(name, i) if name else None
@@ -131,6 +140,8 @@ class HorovodAllgather(torch.autograd.Function):
 def allgather(tensor, name=None, process_set=global_process_set):
     """Concatenates every rank's `tensor` along the first dimension (which may
     differ between ranks). Differentiable."""
+    if is_compiling():
+        return compiling.OPS.allgather(tensor, name or "", process_set.process_set_id)
     return HorovodAllgather.apply(tensor, name, process_set)
 
 
@@ -175,6 +186,8 @@ class HorovodBroadcast(torch.autograd.Function):
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """Returns root_rank's `tensor` on every rank (a new tensor).
     Differentiable."""
+    if is_compiling():
+        return compiling.OPS.broadcast(tensor, root_rank, name or "", process_set.process_set_id)
     return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
 
 
@@ -199,6 +212,12 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Sends splits[j] rows of `tensor` to rank j (equal parts without
     splits) and returns the rows received, in rank order; with splits, also
     how many rows came from each rank. Differentiable."""
+    if is_compiling():
+        if splits is not None and not isinstance(splits, torch.Tensor):
+            splits = torch.tensor(splits, dtype=torch.int32)
+        output, received_splits = compiling.OPS.alltoall(tensor, splits, name or "",
+                                                        process_set.process_set_id)
+        return output if splits is None else (output, received_splits)
     output, received_splits = HorovodAlltoall.apply(tensor, splits, name, process_set)
     return output if splits is None else (output, received_splits)
 
@@ -229,6 +248,10 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
                   process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces `tensor` (same shape on every rank) with `op` (Average or Sum)
     and returns this rank's share of the first dimension. Differentiable."""
+    if is_compiling():
+        return _compressed(compression, [tensor], lambda t: [compiling.OPS.reducescatter(
+            t, name or "", int(op), process_set.process_set_id, prescale_factor,
+            postscale_factor)])[0]
     return _compressed(compression, [tensor], lambda t: [HorovodReducescatter.apply(
         t, name, op, process_set, prescale_factor, postscale_factor)])[0]
 

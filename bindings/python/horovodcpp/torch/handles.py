@@ -2,6 +2,8 @@
 and synchronize() take. synchronize() returns the operation's result."""
 import itertools
 
+from horovodcpp.torch import compiling
+
 _pending = {}  # handle -> (works, finish): finish() builds the result
 _next_handle = itertools.count()
 
@@ -25,7 +27,13 @@ def poll(handle):
 def synchronize(handle):
     """Waits for the operation of `handle` (without holding the GIL) and
     returns its output; raises its error (a HorovodInternalError) on failure.
-    Returns None for a handle already synchronized."""
+    Returns None for a handle already synchronized. Under torch.compile a
+    handle is the async operator's outputs and their ids (compiled_ops.py)."""
+    if not isinstance(handle, int):  # outputs then their ids (compiled_ops.py)
+        outputs, ids = handle[:len(handle) // 2], handle[len(handle) // 2:]
+        for output, handle_id in zip(outputs, ids):
+            compiling.OPS.wait_(output, handle_id)
+        return outputs[0] if len(outputs) == 1 else list(outputs)
     if handle not in _pending:
         return None
     works, finish = _pending.pop(handle)

@@ -22,6 +22,7 @@ from horovodcpp.common.process_sets import core_set as _core_set
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import resolve_op
 from horovodcpp.torch.handles import poll, register, synchronize  # noqa: F401
+from horovodcpp.torch import compiling
 
 _SUPPORTED_DTYPES = {
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
@@ -98,6 +99,9 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     postscale_factor * op(prescale_factor * tensor). `op` defaults to Average
     (Sum, Min, Max, Product also work). Returns a handle for synchronize()."""
     op = resolve_op(op, average)
+    if compiling.is_compiling():  # the handle is the output tensor (synchronize waits)
+        return compiling.OPS.allreduce_async(tensor, name or "", int(op), prescale_factor,
+                                         postscale_factor, process_set.process_set_id)
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
     return _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
                             process_set)
@@ -115,6 +119,10 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` over all ranks in place and returns it."""
     op = resolve_op(op, average)
+    if compiling.is_compiling():
+        compiling.OPS.allreduce_(tensor, name or "", int(op), prescale_factor, postscale_factor,
+                             process_set.process_set_id)
+        return tensor
     return allreduce_blocking(tensor, tensor, name, op, prescale_factor, postscale_factor,
                               process_set)
 
@@ -156,6 +164,10 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     fused into as few backend calls as possible. synchronize() returns the
     list of results."""
     op = resolve_op(op, average)
+    if compiling.is_compiling():
+        return compiling.OPS.grouped_allreduce_async(list(tensors), name or "", int(op),
+                                                 prescale_factor, postscale_factor,
+                                                 process_set.process_set_id)
     outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
     return _grouped_allreduce_async(list(tensors), outputs, name, op, prescale_factor,
                                     postscale_factor, process_set)
@@ -216,6 +228,8 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating every rank's `tensor` along the first dimension
     (which may differ between ranks). synchronize() returns the result."""
+    if compiling.is_compiling():
+        return compiling.OPS.allgather_async(tensor, name or "", process_set.process_set_id)
     work = _core.allgather_async(_core_tensor(tensor.contiguous()), _name("allgather", name),
                                  _core_set(process_set), _stream(tensor))
     return register([work], lambda: _from_core(work.output(), tensor))
@@ -233,6 +247,9 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     """Starts copying root_rank's `tensor` into a new tensor on every rank (of
     `process_set`; root_rank is a global rank, hvd.rank() of the root)."""
+    if compiling.is_compiling():
+        return compiling.OPS.broadcast_async(tensor, root_rank, name or "",
+                                         process_set.process_set_id)
     output = tensor.detach().clone(memory_format=torch.contiguous_format)
     return broadcast_async_(output, root_rank, name, process_set)
 
@@ -272,6 +289,10 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     """Starts reducing `tensor` (same shape on every rank) and keeping this
     rank's share of the first dimension: the first (rows % size) ranks get
     one row more. `op` is Average or Sum."""
+    if compiling.is_compiling():
+        return compiling.OPS.reducescatter_async(tensor, name or "", int(op),
+                                             process_set.process_set_id, prescale_factor,
+                                             postscale_factor)
     work = _core.reducescatter_async(_core_tensor(tensor.contiguous()),
                                      _name("reducescatter", name), op, prescale_factor,
                                      postscale_factor, _core_set(process_set), _stream(tensor))

@@ -3,13 +3,16 @@
 # "hosts" (network namespaces joined by a veth pair, both ends limited to
 # RATE with tc's token bucket filter; PER_HOST ranks each (default 1), Gloo
 # between them), then on this one host (the same number of ranks, shared
-# memory). Root; needs ip netns, tc.
-#   usage: [PER_HOST=N] bench/compression_bench.sh HVDRUN [RATE (default 1gbit)] [bench options...]
+# memory). Root; needs ip netns, tc. BENCH runs another benchmark that
+# takes --iface and --threads the same way (bench/compiled_bench.py, with
+# PYTHON set to an interpreter with PyTorch 2.4 or newer).
+#   usage: [PER_HOST=N] [BENCH=script] [PYTHON=python] bench/compression_bench.sh HVDRUN
+#          [RATE (default 1gbit)] [bench options...]
 set -u
 HVDRUN=$(readlink -f "${1:?usage: compression_bench.sh HVDRUN [RATE] [options]}")
 RATE=${2:-1gbit}
 shift $(($# < 2 ? $# : 2))
-BENCH=$(readlink -f "$(dirname "$0")/compression_bench.py")
+BENCH=$(readlink -f "${BENCH:-$(dirname "$0")/compression_bench.py}")
 PYTHON=${PYTHON:-/usr/bin/python3}
 TAG="hvdbench-$$-$RANDOM"
 WORK=$(mktemp -d /tmp/compression_bench.XXXXXX)

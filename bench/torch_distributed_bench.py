@@ -147,7 +147,14 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--ddp", choices=("on", "off"), default="on")
+    p.add_argument("--iface", default=None, help="gloo's network interface (two hosts)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads per rank")
+    p.add_argument("--tag", default=None, help="ignored: marks the job's processes")
     args = p.parse_args()
+    if args.iface:
+        os.environ["GLOO_SOCKET_IFNAME"] = args.iface
+    if args.threads:
+        torch.set_num_threads(args.threads)
     dist.init_process_group("horovodcpp", timeout=datetime.timedelta(seconds=300))
     gloo = dist.new_group(backend="gloo")
     if dist.get_rank() == 0:

@@ -21,6 +21,9 @@ constexpr double kGraceSeconds = 3.0;
 // themselves, each naming what it saw (a roll call takes 2 to 5 s), before
 // SIGTERM; over as soon as every rank has reported or been named.
 constexpr double kFailureGraceSeconds = 6.0;
+// After that, the ranks still running get SIGUSR1 (their flight recorder
+// dumps) this long before SIGTERM.
+constexpr double kDumpGraceSeconds = 0.5;
 
 // A runtime failure (not the user's command line): exit 1.
 struct LaunchError {

@@ -15,6 +15,7 @@
 #include "runner/check_build.h"
 #include "runner/elastic_launch.h"
 #include "runner/environment.h"
+#include "runner/flight_recorder_analysis.h"
 #include "runner/gloo_launcher.h"
 #include "runner/hosts.h"
 #include "runner/job_setup.h"
@@ -125,6 +126,7 @@ int run_gloo(const Options& options, const std::vector<RankPlacement>& placement
     if (!commands.empty()) run_remote_commands(commands, 2.0);
   };
   watch.failure_grace = kFailureGraceSeconds;
+  watch.dump_grace = kDumpGraceSeconds;
   const int size = static_cast<int>(placements.size());
   watch.all_accounted = [&reports, size] { return reports.all_accounted(size); };
   JobResult result = run_process_group(children, kGraceSeconds, watch);
@@ -196,6 +198,7 @@ int run_mpi(Options options, const JobHosts& job, int num_proc,
   // No early end of the grace: the ranks that gave up end the job through
   // MPI_Abort, and a SIGTERM while mpirun aborts may crash it (Open MPI 4.1).
   watch.failure_grace = kFailureGraceSeconds;
+  watch.dump_grace = kDumpGraceSeconds;
   JobResult result = run_process_group({child}, kGraceSeconds, watch);
   if (result.exit_code != 0) {
     print_launcher_failure(result, child.argv.front(), mpirun_output.failure());
@@ -203,12 +206,46 @@ int run_mpi(Options options, const JobHosts& job, int num_proc,
   return result.exit_code;
 }
 
+// The folder the ranks write their flight recorder dumps to: the user's
+// HOROVODCPP_FLIGHT_RECORDER_DIR, else one of this hvdrun's in the working
+// directory, set here for the ranks (whatever launches them). `env` gets it.
+std::string flight_recorder_dir(std::map<std::string, std::string>& env) {
+  const std::string variable = hvd::settings::variable(hvd::settings::Setting::kFlightRecorderDir);
+  auto it = env.find(variable);
+  if (it != env.end() && !it->second.empty()) return it->second;
+  char cwd[4096] = {};
+  const std::string base = getcwd(cwd, sizeof cwd) ? cwd : ".";
+  const std::string dir = base + "/hvdrun-flight-recorder." + std::to_string(getpid());
+  env[variable] = dir;
+  setenv(variable.c_str(), dir.c_str(), 1);
+  return dir;
+}
+
+// After the job: a failed one's analysis of the dumps; the folder goes if
+// the job left nothing in it.
+void report_flight_recorder(const std::string& dir, int code) {
+  const std::map<int, FlightDump> dumps = read_flight_dumps(dir);
+  if (dumps.empty()) {
+    rmdir(dir.c_str());  // only if empty
+    return;
+  }
+  if (code == 0) {
+    std::cerr << "hvdrun: flight recorder dumps in " << dir << "\n";
+    return;
+  }
+  std::cerr << "hvdrun: flight recorder (hvdrun --analyze " << dir << "):\n";
+  for (const std::string& line : analyze_flight_dumps(dumps)) std::cerr << "hvdrun:   " << line << "\n";
+}
+
+int launch(const Options& options, const std::map<std::string, std::string>& env);
+
 int run(const std::vector<std::string>& args) {
   // docs/settings.md's table (a maintainer's command, not a horovodrun flag).
   if (args == std::vector<std::string>{"--settings-markdown"}) {
     std::cout << hvd::settings::markdown();
     return 0;
   }
+  if (args.size() == 2 && args[0] == "--analyze") return analyze_command(args[1]);
   std::map<std::string, std::string> env = current_environment();
   Options options = parse_options(args, env);
   if (options.help) {
@@ -224,6 +261,13 @@ int run(const std::vector<std::string>& args) {
     return 0;
   }
 
+  const std::string flight_dir = flight_recorder_dir(env);
+  const int code = launch(options, env);
+  report_flight_recorder(flight_dir, code);
+  return code;
+}
+
+int launch(const Options& options, const std::map<std::string, std::string>& env) {
   if (options.elastic.enabled()) return run_gloo_elastic(options, env);
 
   JobHosts job = resolve_hosts(options, env);

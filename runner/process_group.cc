@@ -426,6 +426,17 @@ class GroupRun {
 
   void begin_teardown() {
     if (terminating_) return;
+    if (failed_ && watch_.dump_grace > 0 && !dump_asked_) {
+      // The ranks still running write their flight recorder dumps; SIGTERM
+      // follows after the dump grace. (A stopped rank is left stopped: let
+      // go, it would fail on its own, and its exit would read as the cause.)
+      dump_asked_ = true;
+      signal_all(SIGUSR1);
+      if (watch_.signal_remote) watch_.signal_remote(SIGUSR1);
+      teardown_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(watch_.dump_grace));
+      return;
+    }
     terminating_ = true;
     signal_all(SIGTERM);
     continue_stopped(children_, adopted_);
@@ -650,6 +661,7 @@ class GroupRun {
   std::vector<Child> children_;
   std::deque<ChildSpec> started_later_;  // the driver's; stable addresses
   std::vector<pid_t> adopted_;
+  bool dump_asked_ = false;   // SIGUSR1 sent (JobWatch::dump_grace)
   bool terminating_ = false;  // SIGTERM sent to every group
   bool killed_ = false;       // SIGKILL sent to every group
   bool failed_ = false;

@@ -79,6 +79,10 @@ struct JobWatch {
   // Polled during that grace: true once every rank has either reported a
   // failure or been named by a report; the grace then ends a second later.
   std::function<bool()> all_accounted;
+  // > 0: a failed job's teardown first sends the children SIGUSR1, on which
+  // horovodcpp ranks dump their flight recorders, and waits this many
+  // seconds before SIGTERM.
+  double dump_grace = 0;
 };
 
 // Runs every child, waits for all, and returns the outcome. When a child

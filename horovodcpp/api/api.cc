@@ -333,4 +333,8 @@ void start_timeline(const std::string& path, bool mark_cycles) {
 
 void stop_timeline() { current()->stop_timeline(); }
 
+std::string dump_flight_recorder(const std::string& reason) {
+  return current()->dump_flight_recorder(reason);
+}
+
 }  // namespace hvd

@@ -52,6 +52,8 @@ enum class Setting {
   kPeerTimeoutSeconds,
   kShmTimeoutSeconds,
   kGlooTimeoutSeconds,
+  kFlightRecorderSize,
+  kFlightRecorderDir,
   // Set by hvdrun for each rank.
   kRank,
   kSize,

@@ -167,6 +167,15 @@ std::vector<Entry> build() {
        "Each wait of Gloo mode's TCP negotiation gets a little more per level of its tree", nullptr,
        S::kPeerTimeoutSeconds},
 
+      {S::kFlightRecorderSize, "FLIGHT_RECORDER_SIZE", kOurs, T::kInt, rank, "4096", 0, kIntMax,
+       "", "collectives each rank's flight recorder keeps (the last ones); 0 turns it off",
+       "Dumped on a stall, a failure, SIGUSR1 and hvd::dump_flight_recorder(); hvdrun analyzes "
+       "the dumps when a job fails ([flight recorder](faults.md#flight-recorder))"},
+      {S::kFlightRecorderDir, "FLIGHT_RECORDER_DIR", kOurs, T::kString, rank, "", 0, 0, "",
+       "where each rank writes its flight recorder dump "
+       "(horovodcpp-flight-recorder.rank<R>.txt)",
+       "hvdrun sets a folder of its own for the job's ranks (and prints it when the job fails)",
+       nullptr, std::nullopt, "the working directory"},
       {S::kRank, "RANK", kHorovod, T::kInt, hvdrun, "", 0, kIntMax, "",
        "Gloo: this rank in the job",
        "With RANK ... CROSS_SIZE unset, a task that `srun` started takes its place from Slurm's "

@@ -69,12 +69,14 @@ NP=3
 LIMIT=10            # seconds hvdrun may take to fail
 SAFETY=60           # hard stop for a hung hvdrun
 PEER_TIMEOUT=3      # hvdrun --peer-timeout of the training loops
-# From the signal to hvdrun's exit. SIGSTOP: by design at most the peer
-# timeout (3 s), the roll call (2 s), hvdrun's failure grace (6 s, over a
-# second after every rank has reported) and its SIGTERM-to-SIGKILL grace
-# (3 s): 14 s; usually 6-8 s. SIGKILL: the roll call and a second, or
-# mpirun at once. Plus slack for a loaded machine.
-STOP_LIMIT=20
+# From the signal to hvdrun's exit. SIGSTOP: the peer timeout (3 s), the
+# roll call (2 s), hvdrun's failure grace (over a second after every rank
+# has reported or been named, as the stopped one is), the flight
+# recorder's dump grace (0.5 s) and the exit: 6-7 s measured in both
+# modes. The limit leaves room for a loaded machine but not for a second
+# peer timeout, the way a default job's 34 s once became 64 s in MPI mode.
+# SIGKILL: the roll call and a second, or mpirun at once.
+STOP_LIMIT=10
 KILL_LIMIT=10
 WORKER_COMM=$(basename "$WORKER" | cut -c1-15)
 

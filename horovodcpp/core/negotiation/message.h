@@ -45,6 +45,8 @@ struct Request {
   // Non-empty if the submission failed local validation; rank 0 then fails
   // the tensor on every rank with this message.
   std::string error;
+  // This rank's flight recorder record of it (0: none). Not sent.
+  std::uint64_t flight_number = 0;
 };
 
 struct RequestList {

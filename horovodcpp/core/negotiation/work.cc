@@ -15,6 +15,7 @@ void WorkState::fail(std::exception_ptr error) { finish(Tensor(), {}, std::move(
 void WorkState::finish(Tensor output, std::vector<std::int64_t> received_splits,
                        std::exception_ptr error) {
   std::vector<std::function<void()>> callbacks;
+  std::exception_ptr outcome;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return;  // the first outcome wins (e.g. shutdown racing completion)
@@ -23,9 +24,11 @@ void WorkState::finish(Tensor output, std::vector<std::int64_t> received_splits,
     output_ = std::move(output);
     received_splits_ = std::move(received_splits);
     error_ = std::move(error);
+    outcome = error_;
     callbacks = take_callbacks();
   }
   done_cv_.notify_all();
+  record_outcome(outcome);
   for (auto& callback : callbacks) callback();  // unlocked: they may query the state
 }
 
@@ -45,14 +48,33 @@ void WorkState::complete_on_device(std::function<void()> order_caller, Tensor ou
 
 void WorkState::finish_on_device(std::exception_ptr error) {
   std::vector<std::function<void()>> callbacks;
+  std::exception_ptr outcome;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (finished_) return;
     if (error && !error_) error_ = std::move(error);
     order_caller_ = nullptr;  // the result is there: nothing left to order after
+    outcome = error_;
     callbacks = take_callbacks();
   }
+  record_outcome(outcome);
   for (auto& callback : callbacks) callback();
+}
+
+void WorkState::record_outcome(const std::exception_ptr& error) {
+  if (recorder_ == nullptr) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!error) {
+    recorder_->completed(flight_number_, now);
+    return;
+  }
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    recorder_->failed(flight_number_, e.what(), now);
+  } catch (...) {
+    recorder_->failed(flight_number_, "unknown error", now);
+  }
 }
 
 std::vector<std::function<void()>> WorkState::take_callbacks() {

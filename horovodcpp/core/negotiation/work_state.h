@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/diagnostics/flight_recorder.h"
 #include "core/negotiation/coordinator_wakeup.h"
 #include "horovodcpp/tensor.h"
 
@@ -50,6 +51,12 @@ class WorkState {
   // Runs `callback` once finished (now, if already).
   void on_done(std::function<void()> callback);
   std::exception_ptr error() const;
+  // Its outcome goes to `recorder`'s record `number` when it finishes
+  // (set before it is queued; `recorder` may be null).
+  void record_in(FlightRecorder* recorder, std::uint64_t number) {
+    recorder_ = recorder;
+    flight_number_ = number;
+  }
   const Tensor& output() const;                              // valid once done
   const std::vector<std::int64_t>& received_splits() const;  // valid once done
 
@@ -57,6 +64,8 @@ class WorkState {
   void finish(Tensor output, std::vector<std::int64_t> received_splits, std::exception_ptr error);
   // Under the lock: the callbacks to run now that the operation finished.
   std::vector<std::function<void()>> take_callbacks();
+  // Unlocked, once finished: its flight recorder record's outcome.
+  void record_outcome(const std::exception_ptr& error);
 
   const std::shared_ptr<CoordinatorWakeup> wakeup_;
   mutable std::mutex mutex_;
@@ -69,6 +78,8 @@ class WorkState {
   Tensor output_;
   std::vector<std::int64_t> received_splits_;
   std::vector<std::function<void()>> callbacks_;  // run once, after finished_
+  FlightRecorder* recorder_ = nullptr;
+  std::uint64_t flight_number_ = 0;
 };
 
 }  // namespace hvd::detail

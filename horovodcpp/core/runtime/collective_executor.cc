@@ -15,12 +15,26 @@ namespace hvd {
 
 CollectiveExecutor::CollectiveExecutor(Backend& backend, const Topology& topology,
                                        Timeline* timeline, DeviceOperations* device,
-                                       std::size_t fusion_threshold)
+                                       std::size_t fusion_threshold, FlightRecorder* recorder)
     : topology_(topology),
       trace_(timeline, backend.name()),
       cpu_(backend, topology, trace_),
       device_(device, cpu_, topology),
-      fusion_threshold_(fusion_threshold) {}
+      fusion_threshold_(fusion_threshold),
+      recorder_(recorder),
+      backend_label_(recorder ? recorder->intern(backend.name()) : ""),
+      device_label_(recorder && device ? recorder->intern(device->name()) : "") {}
+
+void CollectiveExecutor::record_launch(const TensorEntry* const* batch, std::size_t count,
+                                       std::chrono::steady_clock::time_point agreed) {
+  const std::uint64_t number = batch[0]->request.flight_number;
+  const auto now = std::chrono::steady_clock::now();
+  const char* backend =
+      batch[0]->request.device.type == DeviceType::kCUDA ? device_label_ : backend_label_;
+  for (std::size_t i = 0; i < count; ++i) {
+    recorder_->launched(batch[i]->request.flight_number, number, backend, agreed, now);
+  }
+}
 
 std::optional<TensorEntry> CollectiveExecutor::take(const Response& response, TensorQueue& queue) {
   std::optional<TensorEntry> entry = queue.try_take(response.name);
@@ -38,13 +52,18 @@ std::optional<TensorEntry> CollectiveExecutor::take(const Response& response, Te
 }
 
 std::size_t CollectiveExecutor::execute_all(const std::vector<const Response*>& responses,
-                                            TensorQueue& queue) {
+                                            TensorQueue& queue,
+                                            std::chrono::steady_clock::time_point agreed) {
   if (responses.size() == 1) {
     // Nothing to fuse: no plan (a lone small collective's whole cost
     // matters).
     std::optional<TensorEntry> entry = take(*responses.front(), queue);
     const std::size_t bytes = entry ? entry->input.size_bytes() : 0;
-    if (entry) execute(*responses.front(), *entry);
+    if (entry) {
+      const TensorEntry* lone = &*entry;
+      if (recorder_) record_launch(&lone, 1, agreed);
+      execute(*responses.front(), *entry);
+    }
     joined_zeros_.release();
     return bytes;
   }
@@ -68,11 +87,14 @@ std::size_t CollectiveExecutor::execute_all(const std::vector<const Response*>& 
   }
   for (const std::vector<std::size_t>& group : plan_fusion(candidates, fusion_threshold_)) {
     if (group.size() == 1) {
+      const TensorEntry* lone = &entries[group.front()];
+      if (recorder_) record_launch(&lone, 1, agreed);
       execute(*runs[group.front()], entries[group.front()]);
       continue;
     }
     std::vector<const TensorEntry*> members;
     for (std::size_t i : group) members.push_back(&entries[i]);
+    if (recorder_) record_launch(members.data(), members.size(), agreed);
     execute_fused(*runs[group.front()], members);
   }
   joined_zeros_.release();
@@ -103,9 +125,12 @@ bool CollectiveExecutor::inline_input(const Request& request, std::size_t capaci
 
 std::size_t CollectiveExecutor::execute_inline(const Response& response,
                                                const std::vector<std::string>& inputs,
-                                               TensorQueue& queue) {
+                                               TensorQueue& queue,
+                                               std::chrono::steady_clock::time_point agreed) {
   std::optional<TensorEntry> entry = take(response, queue);
   if (!entry) return 0;
+  const TensorEntry* lone = &*entry;
+  if (recorder_) record_launch(&lone, 1, agreed);
   try {
     const bool traced = trace_.active();
     const auto start = ExecutionTrace::now_if(traced);

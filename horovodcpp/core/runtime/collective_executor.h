@@ -5,11 +5,13 @@
 // or, for CUDA tensors, to the device (DeviceRouter).
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <vector>
 
 #include "core/device/device_operations.h"
 #include "core/device/device_router.h"
+#include "core/diagnostics/flight_recorder.h"
 #include "core/diagnostics/timeline.h"
 #include "core/execution/adasum.h"
 #include "core/execution/backend.h"
@@ -28,15 +30,19 @@ class CollectiveExecutor {
   // `timeline` (may be null) receives each tensor's execution phases.
   // `device` (may be null: CUDA tensors are refused) runs CUDA tensors'
   // collectives, or stages them for `backend`; they complete asynchronously.
+  // `recorder` (may be null): each batch's launch goes to its records.
   CollectiveExecutor(Backend& backend, const Topology& topology, Timeline* timeline,
-                     DeviceOperations* device, std::size_t fusion_threshold);
+                     DeviceOperations* device, std::size_t fusion_threshold,
+                     FlightRecorder* recorder = nullptr);
 
   // Runs one cycle's agreed responses in order, taking their entries from
   // `queue`; allreduces that can share the fusion buffer run as one.
   // Never throws: failures go to the entries' Work.
   // Returns the bytes of this rank's tensors that the collectives moved
   // (what the autotuner measures).
-  std::size_t execute_all(const std::vector<const Response*>& responses, TensorQueue& queue);
+  // `agreed`: the start of the cycle that agreed them (the flight recorder's).
+  std::size_t execute_all(const std::vector<const Response*>& responses, TensorQueue& queue,
+                          std::chrono::steady_clock::time_point agreed = {});
 
   // Inline allreduce (CacheNegotiation): writes this rank's input of
   // `request` to `out` as every rank reduces it (prescaled) and returns
@@ -54,7 +60,7 @@ class CollectiveExecutor {
   // shared-memory backend reduces a small tensor, so all get the same
   // bits. Never throws. Returns the bytes of this rank's tensor.
   std::size_t execute_inline(const Response& response, const std::vector<std::string>& inputs,
-                             TensorQueue& queue);
+                             TensorQueue& queue, std::chrono::steady_clock::time_point agreed = {});
   // That reduction into `output` for this rank's `request`; throws if a
   // rank's input has another size. Returns the bytes of `output`.
   std::size_t reduce_inline(const Request& request, const TensorView& output,
@@ -65,6 +71,9 @@ class CollectiveExecutor {
   void set_fusion_threshold(std::size_t bytes) { fusion_threshold_ = bytes; }
 
  private:
+  // The flight recorder's record of one batch's launch now (recorder_ set).
+  void record_launch(const TensorEntry* const* batch, std::size_t count,
+                     std::chrono::steady_clock::time_point agreed);
   // The response's entry from `queue` (zeros for a rank that joined);
   // nullopt when this rank has nothing to run for it.
   std::optional<TensorEntry> take(const Response& response, TensorQueue& queue);
@@ -79,6 +88,9 @@ class CollectiveExecutor {
   DeviceRouter device_;
   JoinedZeros joined_zeros_;  // a joined rank's zeros, kept for one cycle
   std::size_t fusion_threshold_;
+  FlightRecorder* recorder_;   // may be null
+  const char* backend_label_;  // the backends' names, as the recorder keeps them
+  const char* device_label_;
   std::vector<const void*> inline_sources_;  // execute_inline's, reused
 };
 

@@ -112,12 +112,16 @@ CoordinatorSettings CoordinatorSettings::read() {
 
 Coordinator::Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
                          const CoordinatorSettings& settings, Timeline* timeline, bool global_set,
-                         DeviceOperations* device, HvdrunLink* hvdrun)
+                         DeviceOperations* device, HvdrunLink* hvdrun, FlightRecorderDumps* flight)
     : controller_(controller),
       queue_(queue),
       timeline_(timeline),
       hvdrun_(hvdrun),
-      executor_(backend, controller.topology(), timeline, device, settings.fusion_threshold),
+      flight_(flight),
+      recorder_(flight ? &flight->recorder() : nullptr),
+      inline_label_(recorder_ ? recorder_->intern("inline") : ""),
+      executor_(backend, controller.topology(), timeline, device, settings.fusion_threshold,
+                recorder_),
       table_(controller.topology().size),
       stall_inspector_(settings.stall),
       cycle_time_(settings.cycle_time),
@@ -292,7 +296,14 @@ bool Coordinator::cycle() {
 
 void Coordinator::stop_on(std::exception_ptr error) {
   if (hvdrun_) hvdrun_->report_failure(error);
-  fail_everything_left(std::move(error));
+  fail_everything_left(error);
+  if (flight_) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      flight_->dump(e.what());
+    }
+  }
 }
 
 Coordinator::NextCycle Coordinator::next_cycle() {
@@ -339,7 +350,10 @@ std::chrono::microseconds Coordinator::in_flight_backoff() {
 bool Coordinator::run_cycle() {
   cycle_start_ = std::chrono::steady_clock::now();
   std::vector<Request>& new_requests = pop_new_requests();
-  if (alone_) new_requests.push_back(alone_->request);
+  if (alone_) {
+    new_requests.push_back(alone_->request);
+    if (recorder_) recorder_->seen(alone_->request.flight_number, cycle_start_);
+  }
   const bool submitted = !new_requests.empty();
   for (const Request& request : new_requests) {
     if (request.op_type == OpType::kJoin) join_pending_ = true;
@@ -384,10 +398,11 @@ bool Coordinator::run_cycle() {
   idle_cycle_ = !submitted && responses.empty();
   std::size_t bytes = 0;
   if (inline_data) {
-    bytes = executor_.execute_inline(*responses.front(), cache_->inline_inputs(), queue_);
+    bytes = executor_.execute_inline(*responses.front(), cache_->inline_inputs(), queue_,
+                                     cycle_start_);
     responses.erase(responses.begin());
   }
-  if (!responses.empty()) bytes += executor_.execute_all(responses, queue_);
+  if (!responses.empty()) bytes += executor_.execute_all(responses, queue_, cycle_start_);
   if (autotuner_) autotune(bytes);
   if (cache_) cache_->update(agreed.responses);
   for (const Response& response : agreed.responses) {
@@ -400,7 +415,10 @@ bool Coordinator::run_cycle() {
   // the application decides what follows.)
   const std::string reason =
       agreed.shutdown_ranks.empty() ? agreed.stall_error : shutdown_message(agreed.shutdown_ranks);
-  fail_everything_left(std::make_exception_ptr(RankFailure(reason)));
+  const std::size_t left = fail_everything_left(std::make_exception_ptr(RankFailure(reason)));
+  // A stall (every rank, the one that held it up included), or a shutdown
+  // that left collectives unfinished: what each rank was doing.
+  if (flight_ && (!agreed.stall_error.empty() || left > 0)) flight_->dump(reason);
   return false;
 }
 
@@ -408,12 +426,25 @@ bool Coordinator::finish_alone() {
   AloneCall& call = *alone_;
   alone_ = nullptr;
   std::size_t bytes = 0;
+  if (recorder_) {
+    recorder_->launched(call.request.flight_number, call.request.flight_number, inline_label_,
+                        cycle_start_, cycle_start_);
+  }
   try {
     if (call.request.op_type == OpType::kAllreduce) {
       bytes = executor_.reduce_inline(call.request, call.output, cache_->inline_inputs());
     }
   } catch (...) {
     call.error = std::current_exception();
+  }
+  if (recorder_) {
+    // The cycle's clock reading: a lone call ends within microseconds of
+    // it, and a clock read would cost as much as a tenth of the call.
+    if (call.error) {
+      recorder_->failed(call.request.flight_number, "the inline allreduce failed", cycle_start_);
+    } else {
+      recorder_->completed(call.request.flight_number, cycle_start_);
+    }
   }
   call.done = true;
   idle_cycle_ = false;
@@ -430,6 +461,7 @@ void Coordinator::queue_alone() {
   entry.input = call.input;
   entry.output = call.output;
   entry.work = std::make_shared<detail::WorkState>(queue_.wakeup());
+  entry.work->record_in(recorder_, entry.request.flight_number);
   call.work = entry.work;
   queue_.adopt_alone(std::move(entry));
 }
@@ -439,6 +471,9 @@ std::vector<Request>& Coordinator::pop_new_requests() {
   requests.clear();
   if (!timeline_ || !timeline_->active()) {
     queue_.pop_new_requests(requests);
+    if (recorder_) {
+      for (const Request& request : requests) recorder_->seen(request.flight_number, cycle_start_);
+    }
     return requests;
   }
   timeline_->cycle_mark();
@@ -446,6 +481,7 @@ std::vector<Request>& Coordinator::pop_new_requests() {
   queue_.pop_new_requests(requests, &submitted);
   const auto now = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < submitted.size(); ++i) {
+    if (recorder_) recorder_->seen(requests[i].flight_number, cycle_start_);
     // (Unstamped: submitted before the timeline started.)
     if (submitted[i] == std::chrono::steady_clock::time_point{}) continue;
     timeline_->complete(requests[i].name, "QUEUE", submitted[i], now);
@@ -508,9 +544,11 @@ void Coordinator::apply_tuning(const ResponseList& agreed) {
   }
 }
 
-void Coordinator::fail_everything_left(std::exception_ptr reason) {
+std::size_t Coordinator::fail_everything_left(std::exception_ptr reason) {
   ended_by_ = reason;
-  for (TensorEntry& entry : queue_.close(reason)) entry.work->fail(reason);
+  std::vector<TensorEntry> left = queue_.close(reason);
+  for (TensorEntry& entry : left) entry.work->fail(reason);
+  return left.size();
 }
 
 }  // namespace hvd

@@ -22,6 +22,7 @@
 #include "core/negotiation/cache_negotiation.h"
 #include "core/runtime/collective_executor.h"
 #include "core/negotiation/controller.h"
+#include "core/diagnostics/flight_recorder_dumps.h"
 #include "core/runtime/hvdrun_link.h"
 #include "core/negotiation/message_table.h"
 #include "core/negotiation/stall_inspector.h"
@@ -80,10 +81,12 @@ class Coordinator {
   // Only the global set's coordinator autotunes (`global_set`): one tuner
   // and one log per job. `device` (may be null) runs CUDA tensors' collectives.
   // `hvdrun` (may be null) hears of the error that stops this coordinator.
+  // `flight` (may be null): its recorder gets each collective's progress,
+  // and a dump is written when a stall or a failure stops this coordinator.
   Coordinator(Controller& controller, Backend& backend, TensorQueue& queue,
               const CoordinatorSettings& settings, Timeline* timeline = nullptr,
               bool global_set = true, DeviceOperations* device = nullptr,
-              HvdrunLink* hvdrun = nullptr);
+              HvdrunLink* hvdrun = nullptr, FlightRecorderDumps* flight = nullptr);
   ~Coordinator();  // stop() + join
 
   void start();
@@ -145,7 +148,7 @@ class Coordinator {
   void autotune(std::size_t bytes);
   // Every rank: the tuned values rank 0 broadcast, if any.
   void apply_tuning(const ResponseList& agreed);
-  void fail_everything_left(std::exception_ptr reason);
+  std::size_t fail_everything_left(std::exception_ptr reason);  // how many it failed
   // The job cannot go on after `error`: tells hvdrun, fails what is left.
   void stop_on(std::exception_ptr error);
 
@@ -153,6 +156,9 @@ class Coordinator {
   TensorQueue& queue_;
   Timeline* timeline_;  // null unless rank 0
   HvdrunLink* hvdrun_;  // null unless hvdrun launched this rank
+  FlightRecorderDumps* flight_;  // may be null
+  FlightRecorder* recorder_;     // flight_'s, or null
+  const char* inline_label_;     // the backend a lone call is recorded on
   CollectiveExecutor executor_;
   MessageTable table_;  // used on rank 0 only
   StallInspector stall_inspector_;  // used on rank 0 only; settings read at init

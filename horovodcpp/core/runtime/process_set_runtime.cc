@@ -77,19 +77,21 @@ std::string root_in_set(Request& request, const ProcessSet& set) {
 ProcessSetRuntime::ProcessSetRuntime(ProcessSet set, Transport transport,
                                      const BackendFactory& backends,
                                      const CoordinatorSettings& settings, Timeline* timeline,
-                                     ProcessSetChannel* channel, HvdrunLink* hvdrun)
+                                     ProcessSetChannel* channel, HvdrunLink* hvdrun,
+                                     FlightRecorderDumps* flight)
     : set_(std::move(set)),
       transport_(std::move(transport)),
       device_(backends.create_device_operations(*transport_.controller, transport_.backend->name(),
                                                 channel, timeline)),
-      timeline_(timeline) {
+      timeline_(timeline),
+      recorder_(flight ? &flight->recorder() : nullptr) {
   CoordinatorSettings coordinator_settings = settings;
   // The device operations need no guard of their own: NCCL's sockets pass
   // MSG_NOSIGNAL, and staging runs on the transport's backend.
   coordinator_settings.sigpipe_free = transport_.sigpipe_free;
   coordinator_ = std::make_unique<Coordinator>(*transport_.controller, *transport_.backend, queue_,
                                                coordinator_settings, timeline, set_.id() == 0,
-                                               device_.get(), hvdrun);
+                                               device_.get(), hvdrun, flight);
   coordinator_->start();
 }
 
@@ -149,6 +151,11 @@ void ProcessSetRuntime::prepare(Request& request, const TensorView& input,
     const std::string root_error = root_in_set(request, set_);
     if (request.error.empty()) request.error = root_error;
   }
+  if (recorder_) {
+    request.flight_number = recorder_->start({request.name, op_type_name(request.op_type),
+                                              request.reduce_op, request.dtype,
+                                              request.device.type, request.shape, set_.id()});
+  }
 }
 
 TensorEntry ProcessSetRuntime::make_entry(Request request, const TensorView& input,
@@ -173,6 +180,7 @@ TensorEntry ProcessSetRuntime::entry_of(Request request, const TensorView& input
   entry.input = input;
   entry.output = output;
   entry.work = std::make_shared<detail::WorkState>(queue_.wakeup());
+  entry.work->record_in(recorder_, entry.request.flight_number);
   // Only the timeline's QUEUE phase needs it (a clock read costs as much
   // as a tenth of a small collective's whole path).
   if (timeline_ && timeline_->active()) entry.submitted = std::chrono::steady_clock::now();

@@ -30,9 +30,11 @@ class ProcessSetRuntime {
   // `channel`: the job's process-set channel, for the global set only
   // (its device operations may build sub-transports at construction).
   // `hvdrun` (may be null): told when the coordinator stops on an error.
+  // `flight` (may be null): the rank's flight recorder and its dumps.
   ProcessSetRuntime(ProcessSet set, Transport transport, const BackendFactory& backends,
                     const CoordinatorSettings& settings, Timeline* timeline,
-                    ProcessSetChannel* channel = nullptr, HvdrunLink* hvdrun = nullptr);
+                    ProcessSetChannel* channel = nullptr, HvdrunLink* hvdrun = nullptr,
+                    FlightRecorderDumps* flight = nullptr);
   // stop(), then frees the transport.
   ~ProcessSetRuntime();
 
@@ -84,6 +86,7 @@ class ProcessSetRuntime {
   TensorQueue queue_;                         // after device_: entries hold its events
   std::unique_ptr<Coordinator> coordinator_;
   Timeline* timeline_;  // may be null; entries are stamped only while it records
+  FlightRecorder* recorder_;  // may be null
   std::array<std::atomic<long long>, kNumOpTypes> unnamed_counts_{};  // per OpType
 };
 

@@ -93,9 +93,11 @@ Runtime::Runtime(BackendFactory backends, const std::vector<std::vector<int>>& p
   std::vector<int> everyone(static_cast<std::size_t>(job.size));
   for (int r = 0; r < job.size; ++r) everyone[static_cast<std::size_t>(r)] = r;
   ProcessSet global(0, std::move(everyone), job.rank);
+  flight_ = FlightRecorderDumps::from_env(job.rank, job.size);
+  if (flight_) flight_->watch_signal();
   global_ = std::make_shared<ProcessSetRuntime>(
       global, std::move(transport), backends_, coordinator_settings_,
-      job.rank == 0 ? &timeline_ : nullptr, channel_.get(), hvdrun_.get());
+      job.rank == 0 ? &timeline_ : nullptr, channel_.get(), hvdrun_.get(), flight_.get());
   sets_.emplace(0, Registered{global, global_});
   try {
     for (const std::vector<int>& ranks : process_sets) add_process_set(ranks);
@@ -132,6 +134,10 @@ void Runtime::stop_process_sets() {
   for (auto& [id, entry] : added) {
     if (entry.runtime) entry.runtime->stop();
   }
+}
+
+std::string Runtime::dump_flight_recorder(const std::string& reason) {
+  return flight_ && flight_->dump(reason) ? flight_->path() : "";
 }
 
 void Runtime::start_timeline(const std::string& path, bool mark_cycles) {
@@ -234,7 +240,8 @@ ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   if (set.included()) {
     runtime =
         std::make_shared<ProcessSetRuntime>(set, std::move(transport), backends_,
-                                            coordinator_settings_, nullptr, nullptr, hvdrun_.get());
+                                            coordinator_settings_, nullptr, nullptr, hvdrun_.get(),
+                                            flight_.get());
   }
   std::lock_guard<std::mutex> lock(sets_mutex_);
   sets_.emplace(id, Registered{set, std::move(runtime)});

@@ -15,6 +15,7 @@
 #include "core/runtime/hvdrun_link.h"
 #include "core/process_sets/process_set_channel.h"
 #include "core/runtime/process_set_runtime.h"
+#include "core/diagnostics/flight_recorder_dumps.h"
 #include "core/diagnostics/timeline.h"
 #include "horovodcpp/process_set.h"
 #include "horovodcpp/work.h"
@@ -73,6 +74,10 @@ class Runtime {
   void start_timeline(const std::string& path, bool mark_cycles);
   void stop_timeline();
 
+  // Writes this rank's flight recorder dump now; returns its path (empty
+  // when the recorder is off, or the file could not be written).
+  std::string dump_flight_recorder(const std::string& reason);
+
  private:
   struct Registered {
     ProcessSet set;
@@ -100,6 +105,7 @@ class Runtime {
   bool homogeneous_ = true;
   Timeline timeline_;  // outlives the coordinators, which write to it
   std::unique_ptr<HvdrunLink> hvdrun_;  // likewise; null without hvdrun
+  std::unique_ptr<FlightRecorderDumps> flight_;  // likewise; null when off
   std::unique_ptr<ProcessSetChannel> channel_;
   std::chrono::milliseconds process_set_timeout_;
 

@@ -227,4 +227,11 @@ HVD_EXPORT int join();
 HVD_EXPORT void start_timeline(const std::string& path, bool mark_cycles = false);
 HVD_EXPORT void stop_timeline();
 
+// Writes this rank's flight recorder (its last collectives, and how far each
+// got) to HOROVODCPP_FLIGHT_RECORDER_DIR now, saying `reason`, and returns
+// the file's path; empty when the recorder is off (HOROVODCPP_FLIGHT_RECORDER_SIZE=0)
+// or the file could not be written. Any thread, also while a collective
+// hangs. docs/faults.md#flight-recorder.
+HVD_EXPORT std::string dump_flight_recorder(const std::string& reason = "on demand");
+
 }  // namespace hvd

@@ -16,6 +16,7 @@ Product = _core.ReduceOp.Product
 Adasum = _core.ReduceOp.Adasum  # floating tensors, power-of-two ranks (docs/adasum.md)
 
 is_initialized = _core.is_initialized
+dump_flight_recorder = _core.dump_flight_recorder  # this rank's last collectives, to a file
 size = _core.size
 rank = _core.rank
 local_size = _core.local_size

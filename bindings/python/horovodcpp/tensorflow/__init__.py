@@ -26,7 +26,7 @@ from horovodcpp.common.basics import (  # noqa: F401
     Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cross_rank, cross_size,
     cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
     local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
-    rocm_built, shutdown, size, start_timeline, stop_timeline)
+    rocm_built, shutdown, size, start_timeline, stop_timeline, dump_flight_recorder)
 from horovodcpp.common.process_sets import (  # noqa: F401
     ProcessSet, add_process_set, global_process_set, remove_process_set)
 from horovodcpp.common.util import check_extension, split_list  # noqa: F401

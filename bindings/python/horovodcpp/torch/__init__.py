@@ -18,7 +18,8 @@ from horovodcpp.common.basics import (  # noqa: F401
     Adasum, Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
     Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cuda_built, ddl_built,
     gloo_built, gloo_enabled, init, is_homogeneous, is_initialized, mpi_built, mpi_enabled,
-    mpi_threads_supported, nccl_built, rocm_built, shutdown, start_timeline, stop_timeline)
+    dump_flight_recorder, mpi_threads_supported, nccl_built, rocm_built, shutdown, start_timeline,
+    stop_timeline)
 # rank(), size(), ...: constants of a torch.compile graph (compiling.py).
 from horovodcpp.torch.compiling import (  # noqa: F401
     cross_rank, cross_size, local_rank, local_size, rank, size)

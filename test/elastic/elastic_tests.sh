@@ -16,6 +16,11 @@
 #             (the new rank in the second namespace, started through the
 #             remote shell) and finishes with identical parameters on all 3.
 #             Skipped without network namespaces.
+#   sharded   as torch, with DistributedOptimizer(sharding=2): the survivors
+#             also hold the whole optimizer state of that commit, shared
+#             out over 2 ranks (its sum as committed, half of it each).
+#   grow_sharded  as grow, with sharding=2: the new rank starts with its
+#             third of the whole optimizer state of the last commit.
 #   keras     as torch, with model.fit and the Keras elastic callbacks.
 #
 # usage: elastic_tests.sh HVDRUN PYTHON SCENARIO...   (PYTHONPATH: the package)
@@ -81,6 +86,27 @@ scenario_torch() {
   report "torch: a rank killed mid-step, 2 go on from the last commit ($(recovery_seconds "$log" 2) s from the death to the next step)" "$why" "$log"
 }
 
+scenario_sharded() {
+  local log="$WORK/sharded.log" why="" from committed
+  timeout -s KILL 180 "$HVDRUN" -np 3 --min-np 2 "$PYTHON" "$HERE/torch_train.py" --steps 15 \
+    --final-size 2 --final-steps 5 --kill-worker 2 --kill-step 5 --sharding 2 --tag "$TAG" \
+    >"$log" 2>&1
+  local rc=$?
+  [ "$rc" -ne 0 ] && why+="hvdrun exited $rc; "
+  why+=$(check_survivors "$log" "step 5" "step 5")
+  # 676 parameters (momentum of each) over 2 ranks: 338 each.
+  for w in 0 1; do
+    from=$(grep -o "^\[$w\]<stdout>: state at step 5 size 2 sum [^ ]* shard 338$" "$log" |
+           awk '{print $(NF - 2)}')
+    committed=$(grep -o "^\[$w\]<stdout>: committing step 5 state sum [^ ]*$" "$log" |
+                awk '{print $NF}' | head -n1)
+    [ -z "$from" ] && why+="worker $w did not restart with its half of the state; "
+    [ -n "$from" ] && [ "$from" != "$committed" ] &&
+      why+="worker $w restarted with state sum $from, committed $committed; "
+  done
+  report "sharded: ZeRO-2 state re-sharded over the 2 survivors" "$why" "$log"
+}
+
 scenario_below() {
   local log="$WORK/below.log" why="" start took
   start=$(date +%s.%N)
@@ -97,8 +123,11 @@ scenario_below() {
   else
     why+="worker 1 was not killed; "
   fi
-  [ "$(tail -n1 "$log")" = "hvdrun: elastic: only 1 slot(s) available, fewer than --min-np 2, for 5 s (--elastic-timeout); job exit code 1" ] ||
-    why+="the last line is not the error; "
+  # The error ends the job's output; the flight recorder's analysis follows.
+  [ "$(grep -v "^hvdrun: flight recorder\|^hvdrun:   " "$log" | tail -n1)" = "hvdrun: elastic: only 1 slot(s) available, fewer than --min-np 2, for 5 s (--elastic-timeout); job exit code 1" ] ||
+    why+="the last line before the flight recorder's is not the error; "
+  grep -q "^hvdrun: flight recorder (hvdrun --analyze " "$log" ||
+    why+="no flight recorder analysis; "
   [ "$(grep -c "job exit code" "$log")" -eq 1 ] || why+="not exactly one error; "
   grep -q "Traceback" "$log" && why+="a rank printed a traceback; "
   local left
@@ -107,8 +136,8 @@ scenario_below() {
   report "below --min-np: one error within --elastic-timeout (${took:-?} s after the death)" "$why" "$log"
 }
 
-scenario_grow() {
-  local log="$WORK/grow.log" why=""
+scenario_grow() {  # [extra arguments of torch_train.py]
+  local log="$WORK/grow$(echo "$*" | tr -d ' -').log" why=""
   netns_pair_create
   case $? in
     0) ;;
@@ -121,7 +150,7 @@ scenario_grow() {
   timeout -s KILL 240 ip netns exec "$NS_A" "$HVDRUN" -np 3 --min-np 2 --max-np 3 \
     --host-discovery-script "cat $WORK/hosts" --remote-shell "$WORK/rsh {host}" \
     "$PYTHON" "$HERE/torch_train.py" --steps 15 --final-size 3 --final-steps 10 \
-    --kill-worker 2 --kill-step 5 --step-seconds 0.1 --tag "$TAG" >"$log" 2>&1 &
+    --kill-worker 2 --kill-step 5 --step-seconds 0.1 "$@" --tag "$TAG" >"$log" 2>&1 &
   local job=$!
   # Once the job runs on 2, offer the second host.
   for _ in $(seq 1200); do
@@ -141,7 +170,27 @@ scenario_grow() {
     why+="the new rank did not run in the second namespace; "
   why+=$(check_agreement "$log" 3)
   netns_pair_delete
-  report "grow: a discovered host brings the job back to 3 ranks" "$why" "$log"
+  [ -n "${GROW_CHECK:-}" ] && why+=$("$GROW_CHECK" "$log")
+  report "grow${*:+ ($*)}: a discovered host brings the job back to 3 ranks" "$why" "$log"
+}
+
+# The new rank (worker 3, rank 2 of 3) starts from the last commit's whole
+# optimizer state (its sum) and holds its third: 227 + 226 + 223 of the 676
+# momentum elements at 3 ranks.
+check_new_rank_state() {  # log -> why
+  local line step sum committed
+  line=$(grep -o "^\[3\]<stdout>: state at step [0-9]* size 3 sum [^ ]* shard [0-9]*$" "$1")
+  [ -z "$line" ] && { echo -n "the new rank printed no state; "; return; }
+  step=$(echo "$line" | awk '{print $5}')
+  sum=$(echo "$line" | awk '{print $(NF - 2)}')
+  committed=$(grep -o "^\[0\]<stdout>: committing step $step state sum [^ ]*$" "$1" |
+              awk '{print $NF}' | tail -n1)
+  [ "$sum" != "$committed" ] && echo -n "the new rank's state sum $sum, committed $committed; "
+  [ "$(echo "$line" | awk '{print $NF}')" != 223 ] && echo -n "the new rank's shard is not 223; "
+}
+
+scenario_grow_sharded() {
+  GROW_CHECK=check_new_rank_state scenario_grow --sharding 2
 }
 
 scenario_keras() {

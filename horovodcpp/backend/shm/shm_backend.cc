@@ -69,6 +69,7 @@ BackendCapabilities ShmBackend::capabilities() const {
   if (!active()) return inner_->capabilities();
   BackendCapabilities capabilities;
   capabilities.half_reduction_in_float32 = false;
+  capabilities.reducescatter_keeps_input = true;  // reads `buffer`, reduces into the segment
   return capabilities;
 }
 

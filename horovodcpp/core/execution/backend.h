@@ -19,6 +19,9 @@ struct BackendCapabilities {
   // call returns once its work is queued on the backend's CUDA stream, not
   // when it has completed.
   bool stream_ordered = false;
+  // True if reducescatter leaves its `buffer` as it was: the core then
+  // reduces the caller's tensor itself instead of a copy.
+  bool reducescatter_keeps_input = false;
 };
 
 // What every sendrecv checks before communicating: `peer` is a rank of the

@@ -1,5 +1,8 @@
 #include "core/execution/cpu_collectives.h"
 
+#include <algorithm>
+#include <functional>
+#include <memory>
 #include <numeric>
 
 #include "core/execution/reduction.h"
@@ -8,6 +11,19 @@ namespace hvd {
 namespace {
 
 bool is_half(DataType dtype) { return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16; }
+
+// A result the backend overwrites whole: host memory not zeroed first (a
+// pass over every byte saved).
+Tensor result_tensor(DataType dtype, std::vector<std::int64_t> shape) {
+  const std::size_t bytes =
+      static_cast<std::size_t>(std::accumulate(shape.begin(), shape.end(), std::int64_t{1},
+                                               std::multiplies<std::int64_t>())) *
+      dtype_size(dtype);
+  std::shared_ptr<unsigned char> storage(new unsigned char[std::max<std::size_t>(bytes, 1)],
+                                         std::default_delete<unsigned char[]>());
+  void* data = storage.get();
+  return Tensor(dtype, std::move(shape), Device{}, data, std::move(storage));
+}
 
 }  // namespace
 
@@ -158,13 +174,13 @@ void CpuCollectives::allreduce(const std::vector<const TensorEntry*>& group) {
 }
 
 Tensor CpuCollectives::allgather(const TensorEntry& entry, const ResultPlan& plan) {
-  Tensor output(entry.input.dtype, plan.shape);
+  Tensor output = result_tensor(entry.input.dtype, plan.shape);
   backend_.allgatherv(entry.input.data, output.data(), plan.counts, entry.input.dtype);
   return output;
 }
 
 Tensor CpuCollectives::alltoall(const TensorEntry& entry, const ResultPlan& plan) {
-  Tensor output(entry.input.dtype, plan.shape);
+  Tensor output = result_tensor(entry.input.dtype, plan.shape);
   backend_.alltoallv(entry.input.data, plan.send_counts, output.data(), plan.counts,
                      entry.input.dtype);
   return output;
@@ -176,7 +192,7 @@ Tensor CpuCollectives::reducescatter(const TensorEntry& entry, const ResultPlan&
   const Request& request = entry.request;
   const DataType dtype = request.dtype;
   const std::vector<std::size_t>& counts = plan.counts;
-  Tensor output(dtype, plan.shape);
+  Tensor output = result_tensor(dtype, plan.shape);
   const std::size_t count = entry.input.num_elements();
   const std::size_t mine = counts[topology_.rank];
   const double divisor = average_divisor(request.reduce_op, topology_.size);
@@ -191,11 +207,15 @@ Tensor CpuCollectives::reducescatter(const TensorEntry& entry, const ResultPlan&
                         request.postscale_factor);
     return output;
   }
-  // The backend may clobber its input: reduce a copy (prescaled in the same
-  // pass), never the caller's tensor.
-  std::vector<unsigned char> scratch(entry.input.size_bytes());
-  scale_copy(dtype, entry.input.data, scratch.data(), count, 1.0, request.prescale_factor);
-  backend_.reducescatter(scratch.data(), output.data(), counts, dtype, ReduceOp::kSum);
+  if (request.prescale_factor == 1.0 && backend_.capabilities().reducescatter_keeps_input) {
+    backend_.reducescatter(entry.input.data, output.data(), counts, dtype, ReduceOp::kSum);
+  } else {
+    // The backend may clobber its input: reduce a copy (prescaled in the
+    // same pass), never the caller's tensor.
+    std::unique_ptr<unsigned char[]> scratch(new unsigned char[entry.input.size_bytes()]);
+    scale_copy(dtype, entry.input.data, scratch.get(), count, 1.0, request.prescale_factor);
+    backend_.reducescatter(scratch.get(), output.data(), counts, dtype, ReduceOp::kSum);
+  }
   scale_in_place(dtype, output.data(), mine, divisor, request.postscale_factor);
   return output;
 }

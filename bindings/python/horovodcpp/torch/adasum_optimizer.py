@@ -10,7 +10,8 @@ import contextlib
 import torch
 
 from horovodcpp.common.basics import Adasum
-from horovodcpp.torch import gradient_hooks, mpi_ops
+from horovodcpp.torch import mpi_ops
+from horovodcpp.torch.gradient_hooks import HookedOptimizer
 from horovodcpp.torch.handles import synchronize
 
 
@@ -22,7 +23,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         self._compression = compression
         self.backward_passes_per_step = backward_passes_per_step
         self.process_set = process_set
-        self._parameter_names = gradient_hooks.parameter_names(self, named_parameters)
+        self._parameter_names = self._names_of(named_parameters)
         self._trainable = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
         self._delay = {p: backward_passes_per_step for p in self._trainable}
         # Each parameter is a unit of its own for the gradient hooks.
@@ -36,16 +37,8 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
                 p.grad = torch.zeros_like(p)  # as Horovod: a step before any backward is valid
             self._register_hooks(self._trainable)
 
-    def set_backward_passes_per_step(self, passes):
-        self.backward_passes_per_step = passes
-        for p in self._delay:
-            self._delay[p] = passes
-
-    # Hooks on the gradient accumulators that count backward passes and call
-    # _submit([(p,)]) once p's gradient is final.
-    _register_hooks = gradient_hooks.register_hooks
-    _make_hook = gradient_hooks.make_hook
-
+    # HookedOptimizer's hooks count backward passes and call _submit([(p,)])
+    # once p's gradient is final.
     def _submit(self, units):
         for (p,) in units:
             self._handles[p] = self._start_delta_allreduce(p)
@@ -108,14 +101,11 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
             raise error
         return loss
 
-    # Refused while allreduces are in flight.
-    zero_grad = gradient_hooks.zero_grad
-
 
 def distributed_adasum_optimizer(optimizer, named_parameters, compression,
                                  backward_passes_per_step, process_set):
     """`optimizer` wrapped in a subclass of its own class with Adasum's step."""
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+    cls = type(optimizer.__class__.__name__, (HookedOptimizer, optimizer.__class__),
                dict(_DistributedAdasumOptimizer.__dict__))
     distributed = cls(optimizer.param_groups, named_parameters, compression,
                       backward_passes_per_step, process_set)

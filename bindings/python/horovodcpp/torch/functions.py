@@ -93,6 +93,8 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     Horovod)."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
+    if hasattr(optimizer, "broadcast_state_from"):  # sharded: each rank keeps its share
+        return optimizer.broadcast_state_from(root_rank)
     params = [p for group in optimizer.param_groups for p in group["params"]]
     with_state = broadcast_object([i for i, p in enumerate(params) if optimizer.state.get(p)],
                                   root_rank, "optimizer_state.params", process_set)

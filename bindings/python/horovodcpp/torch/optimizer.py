@@ -4,21 +4,21 @@ parameter's gradient accumulator as soon as backward has produced it, so
 communication overlaps the rest of backward; step() waits for them. At one
 rank (hvd.size() == 1, not elastic) no hooks are registered, as in Horovod:
 step() reduces every gradient, submitted together and so fused."""
-import contextlib
 import os
-import warnings
 
 import torch
 
 from horovodcpp import _core
 from horovodcpp.common.basics import Adasum, Average
 from horovodcpp.common.process_sets import global_process_set
-from horovodcpp.common.util import gradient_groups, split_evenly
-from horovodcpp.torch import gradient_hooks, mpi_ops
+from horovodcpp.common.util import gradient_groups
+from horovodcpp.torch import mpi_ops
 from horovodcpp.torch.adasum_optimizer import distributed_adasum_optimizer
 from horovodcpp.torch.compression import Compression
+from horovodcpp.torch.gradient_hooks import HookedOptimizer
 from horovodcpp.torch.handles import synchronize
 from horovodcpp.torch.reducing_compressor import reduces_itself, start_reductions
+from horovodcpp.torch.sharded_optimizer import sharded_optimizer
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -35,21 +35,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self.process_set = process_set
         self._parameter_names = self._names_of(named_parameters)
 
-        # Units of communication: a parameter alone, or a group reduced with
-        # one grouped allreduce once all its members' gradients are ready.
         trainable = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
-        if isinstance(groups, int):
-            group_lists = split_evenly(trainable, groups) if groups > 0 else []
-        else:
-            group_lists = [list(g) for g in groups or []]
-        self._unit_of = {p: (p,) for p in trainable}
-        for group in group_lists:
-            for p in group:
-                self._unit_of[p] = tuple(group)
-        self._units = list(dict.fromkeys(self._unit_of.values()))
-        self._ready = {unit: set() for unit in self._units}
+        self._build_units(trainable, groups, backward_passes_per_step)
         self._handles = {}  # unit -> (handle, compression contexts)
-        self._delay = {p: backward_passes_per_step for p in trainable}
         self._synchronized = False
         self._should_synchronize = True
         self._grad_accumulators = []  # keeps the hooked nodes alive
@@ -64,11 +52,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if process_set.included() and (_core.size() > 1 or
                                        os.environ.get("HOROVOD_ELASTIC") == "1"):
             self._register_hooks(trainable)
-
-    # Names, and hooks that call _submit once a unit's gradients are final.
-    _names_of = gradient_hooks.parameter_names
-    _register_hooks = gradient_hooks.register_hooks
-    _make_hook = gradient_hooks.make_hook
 
     def _submit(self, units):
         """Starts the allreduces of `units`; the single dense gradients among
@@ -152,12 +135,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 ready.clear()
         self._synchronized = True
 
-    def set_backward_passes_per_step(self, passes):
-        """Accumulates `passes` backward passes locally per step from now on."""
-        self.backward_passes_per_step = passes
-        for p in self._delay:
-            self._delay[p] = passes
-
     def load_state_dict(self, *args, **kwargs):
         """The wrapped optimizer's, forgetting gradients not yet synchronized
         (as Horovod does: a restored optimizer starts a new step)."""
@@ -169,35 +146,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self.set_backward_passes_per_step(self.backward_passes_per_step)
         return super(self.__class__, self).load_state_dict(*args, **kwargs)
 
-    @contextlib.contextmanager
-    def skip_synchronize(self):
-        """For code that calls synchronize() itself (e.g. to clip gradients)
-        before step(): step() inside this context does not synchronize again."""
-        self._should_synchronize = False
-        try:
-            yield
-        finally:
-            self._should_synchronize = True
-
     def step(self, closure=None):
-        if self._should_synchronize:
-            if self._synchronized:
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
-                              "context after optimizer.synchronize(). This can cause training "
-                              "slowdown. You may want to consider using "
-                              "optimizer.skip_synchronize() context if you use "
-                              "optimizer.synchronize() in your code.")
-            self.synchronize()
-        self._synchronized = False
+        self._synchronize_for_step()
         return super(self.__class__, self).step(closure)
-
-    zero_grad = gradient_hooks.zero_grad
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False,
-                         process_set=global_process_set):
+                         process_set=global_process_set, sharding=0):
     """Wraps `optimizer` (of any torch.optim class) so that step() uses
     gradients reduced with `op` (Average) over all ranks, or over the ranks
     of `process_set` (on other ranks, step() only runs `optimizer`'s step).
@@ -215,10 +172,17 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         lists of parameters; each group is reduced by one grouped allreduce.
     sparse_as_dense: reduce sparse gradients as dense tensors (else they are
         gathered as indices and values).
+    sharding: 1 or 2 splits the optimizer's state over the ranks (ZeRO stage
+        1), and with 2 the gradients too (stage 2): see sharded_optimizer.py
+        and docs/sharding.md.
     """
     groups = gradient_groups(op, gradient_predivide_factor, num_groups, groups, "torch.Tensor")
     if backward_passes_per_step <= 0:
         raise ValueError("backward_passes_per_step must be > 0")
+    if sharding:
+        return sharded_optimizer(optimizer, named_parameters, sharding, compression,
+                                 backward_passes_per_step, op, gradient_predivide_factor, groups,
+                                 sparse_as_dense, process_set)
     # Adasum of one rank is the identity; a set that is not registered (size
     # None) is refused by _DistributedOptimizer.
     if op == Adasum and reduces_itself(compression):
@@ -227,7 +191,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if op == Adasum and process_set.size() not in (None, 1):
         return distributed_adasum_optimizer(optimizer, named_parameters, compression,
                                             backward_passes_per_step, process_set)
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+    cls = type(optimizer.__class__.__name__, (HookedOptimizer, optimizer.__class__),
                dict(_DistributedOptimizer.__dict__))
     distributed = cls(optimizer.param_groups, named_parameters, compression,
                       backward_passes_per_step, op, gradient_predivide_factor, groups,

@@ -8,6 +8,7 @@ from horovodcpp.common.elastic import ObjectState
 from horovodcpp.torch.elastic.sampler import ElasticSampler
 from horovodcpp.torch.functions import (
     broadcast_object, broadcast_optimizer_state, broadcast_parameters)
+from horovodcpp.torch.sharded_optimizer import ShardedOptimizer
 
 
 class TorchState(ObjectState):
@@ -82,6 +83,47 @@ class OptimizerStateHandler(StateHandler):
         broadcast_optimizer_state(self.value, root_rank=0)
 
 
+class ShardedOptimizerStateHandler(StateHandler):
+    """A sharded optimizer's state, kept whole so that a reset can share it
+    out again over whichever ranks the job has then. A commit (save) is a
+    collective: it gathers the whole state into every rank's host memory.
+    Until the first commit, the state is the whole one loaded before the
+    first step (or none)."""
+
+    def __init__(self, value):
+        self.value = value
+        self._saved = _on_host(value._whole_state_loaded)
+
+    def save(self):
+        self._saved = _on_host(self.value.consolidate_state_dict(to=None))
+
+    def restore(self):
+        self._load(self._saved)
+
+    def sync(self):
+        self._saved = broadcast_object(self._saved, root_rank=0, name="zero.elastic")
+        self._load(self._saved)
+
+    def _load(self, whole):
+        if whole is None:
+            whole = {"state": {}, "param_groups": self.value._numbered_groups()}
+        self.value.load_state_dict(whole)
+
+    def set_value(self, value):
+        self.value = value
+        self.save()
+
+
+def _on_host(state_dict):
+    """A copy of `state_dict` whose tensors are in host memory."""
+    if state_dict is None:
+        return None
+    return {"state": {i: {k: v.detach().to("cpu", copy=True) if torch.is_tensor(v) else v
+                          for k, v in values.items()}
+                      for i, values in state_dict["state"].items()},
+            "param_groups": copy.deepcopy(state_dict["param_groups"])}
+
+
 # PyTorch 2's schedulers derive from LRScheduler, no longer from
 # _LRScheduler (kept as a subclass of it for old code).
 _Scheduler = getattr(torch.optim.lr_scheduler, "LRScheduler",
@@ -91,6 +133,7 @@ _Scheduler = getattr(torch.optim.lr_scheduler, "LRScheduler",
 # get_handler_registry / set_handler_registry to add types.
 _handler_registry = [
     (torch.nn.Module, ModelStateHandler),
+    (ShardedOptimizer, ShardedOptimizerStateHandler),
     (torch.optim.Optimizer, OptimizerStateHandler),
     (_Scheduler, StateHandler),
     (ElasticSampler, StateHandler),

@@ -65,8 +65,8 @@ std::unique_ptr<Controller> shm_plane_over(std::unique_ptr<Controller>& setup,
 #if HVD_HAVE_MPI
 // Negotiation in MPI mode, for the job and each process set: through shared
 // memory when every rank of the transport shares this host (a cycle's
-// bit-vector AND takes about 0.4 us there against 4.5 us for Open MPI's
-// non-blocking allreduce at 2 ranks, bench/control_bench), else over MPI's
+// bit-vector AND takes about 0.4 us there, a tenth of an exchange of MPI
+// messages at 2 ranks, bench/control_bench), else over MPI's
 // control communicator, which also sets the plane up and names the ranks
 // that stopped answering (docs/internals.md, "Where the ranks negotiate").
 std::unique_ptr<Controller> mpi_control_plane(const std::shared_ptr<MpiContext>& context) {

@@ -253,11 +253,13 @@ INSTANTIATE_TEST_SUITE_P(AllDtypes, ReducescatterTest, testing::ValuesIn(reduces
                          });
 
 TEST(ReducescatterMoreTest, LargeHalfPrecisionSum) {
-  // Over Gloo's segment size, float16 staged through float32.
+  // Over Gloo's segment size; 16-bit shares where bytes cross a network.
   check_reducescatter(DataType::kFloat16, ReduceOp::kSum, 4 * world() + 1, 70000, 1.0, 1.0,
                       "rs.large.fp16");
   check_reducescatter(DataType::kBFloat16, ReduceOp::kAverage, 3, 50000, 0.5, 1.0,
                       "rs.large.bf16");
+  check_reducescatter(DataType::kFloat16, ReduceOp::kAverage, 2 * world(), 40000, 2.0, 0.25,
+                      "rs.large.fp16.scaled");
 }
 
 TEST(ReducescatterMoreTest, BlockingForm) {

@@ -500,6 +500,33 @@ TEST(Allreduce, SteadyStateIterations) {
 
 // allreduce_async_many: one operation per tensor, each with its own name
 // and result (fused as separate submissions would be); all queued or none.
+// float16/bfloat16 of 64 KiB and more with scale factors and every op that
+// sums: where bytes cross a network they go as 16-bit shares
+// (half_shares.h), prescaled in 16 bits; alone and fused with a small one.
+TEST(Allreduce, LargeHalfWithScaleFactors) {
+  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kProduct}) {
+      std::vector<std::unique_ptr<AllreduceCase>> cases;
+      for (std::int64_t count : {std::int64_t{40000}, std::int64_t{40000}, std::int64_t{5}}) {
+        auto c = std::make_unique<AllreduceCase>();
+        c->dtype = dtype;
+        c->op = op;
+        c->mode = cases.empty() ? Mode::kScaledOutOfPlace : Mode::kScaledInPlace;
+        c->name = "ar.halfscaled." + dtype_str(dtype) + "." + op_str(op) + "." +
+                  std::to_string(cases.size());
+        c->salt = salt_of(c->name);
+        c->pattern = pattern_for(op, dtype);
+        c->prescale = cases.empty() ? 0.5 : 2.0;
+        c->postscale = cases.empty() ? 4.0 : 0.25;
+        submit(*c, count);
+        cases.push_back(std::move(c));
+      }
+      ReferenceCache cache;
+      for (auto& c : cases) wait_and_check(*c, cache);
+    }
+  }
+}
+
 TEST(Allreduce, ManyInOneCall) {
   const int size = hvd::size();
   std::vector<std::vector<float>> grads(3);

@@ -10,6 +10,7 @@
 // "fault_worker step I" every 10 iterations: the fault tests stop or kill
 // a rank from outside, as a user would, once the loop runs.
 // --count:  elements of the float32 tensor (default 16).
+// --half 1: float16 tensors instead (the two-host test counts their bytes).
 // --tensors: tensors submitted per iteration, as a training step submits
 //           its gradients (default 1).
 // --exit-*: rank R exits with code C (default 1) at iteration I.
@@ -38,6 +39,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,12 +52,22 @@
 
 namespace {
 
+// float16 bits of an integer in 1..2048 (exact), and a normal float16's value.
+std::uint16_t half_of_small_int(int v) {
+  const int e = 31 - __builtin_clz(static_cast<unsigned>(v));
+  return static_cast<std::uint16_t>(((e + 15) << 10) | ((v << (10 - e)) & 0x3ff));
+}
+float float_of_half(std::uint16_t bits) {
+  return std::ldexp(static_cast<float>(1024 + (bits & 0x3ff)), ((bits >> 10) & 0x1f) - 25);
+}
+
 struct Flags {
   int iters = 10;
   int sleep_ms = 0;
   int exit_rank = -1, exit_at = 0, exit_code = 1;
   int kill_rank = -1, kill_at = 0, kill_after_ms = 0;
   int count = 16;
+  bool half = false;
   int tensors = 1;
   int linger_ms = 0;
   int busy_rank = -1, busy_at = 0, busy_ms = 0;
@@ -110,6 +123,8 @@ Flags parse(int argc, char** argv) {
       f.kill_after_ms = v;
     else if (a == "--count")
       f.count = v;
+    else if (a == "--half")
+      f.half = v != 0;
     else if (a == "--linger-ms")
       f.linger_ms = v;
     else if (a == "--tensors")
@@ -166,9 +181,18 @@ int main(int argc, char** argv) {
       }
       std::vector<hvd::Work> works;
       for (std::size_t t = 0; t < tensors.size(); ++t) {
-        std::fill(tensors[t].begin(), tensors[t].end(), static_cast<float>(rank + 1));
         const std::string name = t == 0 ? "fault.t" : "fault.t" + std::to_string(t);
-        works.push_back(hvd::allreduce_async(hvd::view(tensors[t]), name, hvd::ReduceOp::kSum));
+        if (f.half) {  // float16 in the first half of the float buffer
+          auto* bits = reinterpret_cast<std::uint16_t*>(tensors[t].data());
+          std::fill(bits, bits + tensors[t].size(), half_of_small_int(rank + 1));
+          works.push_back(hvd::allreduce_async(
+              hvd::TensorView(bits, hvd::DataType::kFloat16,
+                              {static_cast<std::int64_t>(tensors[t].size())}),
+              name, hvd::ReduceOp::kSum));
+        } else {
+          std::fill(tensors[t].begin(), tensors[t].end(), static_cast<float>(rank + 1));
+          works.push_back(hvd::allreduce_async(hvd::view(tensors[t]), name, hvd::ReduceOp::kSum));
+        }
       }
       if (rank == f.kill_rank && it == f.kill_at) {
         std::thread([rank, it, delay = f.kill_after_ms] {
@@ -183,17 +207,23 @@ int main(int argc, char** argv) {
       }
       for (hvd::Work& w : works) w.wait();
       const float expected = static_cast<float>(size) * static_cast<float>(size + 1) / 2.0f;
-      if (values[0] != expected || values.back() != expected) {
+      const auto* bits = reinterpret_cast<const std::uint16_t*>(values.data());
+      const float first = f.half ? float_of_half(bits[0]) : values[0];
+      const float last = f.half ? float_of_half(bits[values.size() - 1]) : values.back();
+      if (first != expected || last != expected) {
         std::printf("fault_worker rank %d of %d host %s result %g WRONG (expected %g)\n", rank,
-                    size, where.c_str(), values[0], expected);
+                    size, where.c_str(), first, expected);
         return 2;
       }
       if (f.sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(f.sleep_ms));
     }
     char netns[64] = {};
     if (readlink("/proc/self/ns/net", netns, sizeof netns - 1) < 0) std::strcpy(netns, "unknown");
+    const float result = f.half ? float_of_half(*reinterpret_cast<const std::uint16_t*>(
+                                      values.data()))
+                                : values[0];
     std::printf("fault_worker rank %d of %d host %s result %g ok netns %s\n", rank, size,
-                where.c_str(), values[0], netns);
+                where.c_str(), result, netns);
     std::fflush(stdout);
     hvd::shutdown();
   } catch (const std::exception& e) {

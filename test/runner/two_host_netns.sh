@@ -8,6 +8,9 @@
 #              the host-staged backend (shared memory inside each host)
 #   fault      a rank on the second host exits 1: hvdrun fails within 10 s
 #              and no process of the job is left in either namespace
+#   float16    -np 2, one rank per namespace: allreduces of 8 MiB of float16
+#              send at most 0.55x the bytes of the same elements in float32
+#              (counted on the veth pair), both summed right
 # With --mpi COLLECTIVE_TESTS, the same under hvdrun --mpi (each namespace
 # also gets a hostname of its own, a UTS namespace, so that Open MPI sees
 # two nodes): the allreduce on shm+mpi, and collective_tests (every dtype
@@ -105,6 +108,24 @@ grep -qE "rank 3 \(.*exited with code 1" "$log" || why+="output does not name ra
 left=$(pgrep -f -- "$TAG" | tr '\n' ' ')
 [ -n "$left" ] && why+="processes left: $left; "
 report "remote rank exits 1: hvdrun fails in $(printf '%.1f' "$took")s, nothing left" "$why" "$log"
+
+# 3. float16 crosses hosts as 16-bit shares, float32 as itself
+tx_bytes() { ip netns exec "$1" cat /sys/class/net/hvdt0/statistics/tx_bytes; }
+sent=()
+why=""
+for half in 0 1; do
+  log="$WORK/wire-$half.log"
+  before=$(($(tx_bytes "$NS_A") + $(tx_bytes "$NS_B")))
+  timeout -s KILL 120 ip netns exec "$NS_A" "$HVDRUN" -np 2 --gloo -H "$ADDR_A:1,$ADDR_B:1" \
+    --remote-shell "$WORK/rsh {host}" "$WORKER" --iters 5 --count 4194304 --half "$half" \
+    --tag "$TAG" >"$log" 2>&1 || why+="hvdrun exited $? (--half $half); "
+  sent+=($(($(tx_bytes "$NS_A") + $(tx_bytes "$NS_B") - before)))
+  [ "$(grep -c " result 3 ok " "$log")" = 2 ] || why+="no correct result on both ranks (--half $half); "
+done
+ratio=$(echo "scale=3; ${sent[1]} / ${sent[0]}" | bc)
+[ "$(echo "$ratio <= 0.55" | bc)" = 1 ] || why+="float16 sent ${sent[1]} bytes, float32 ${sent[0]}; "
+report "float16 across hosts: ${sent[1]} bytes on the wire against float32's ${sent[0]} ($ratio)" \
+  "$why" "$log"
 
 mpirun_in_a() {  # log np slots-on-b args...
   local log=$1 np=$2 slots_b=$3

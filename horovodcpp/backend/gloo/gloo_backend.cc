@@ -43,6 +43,7 @@ BackendCapabilities GlooBackend::capabilities() const {
   // reduce_into rounds half precision after every pairwise step.
   BackendCapabilities capabilities;
   capabilities.half_reduction_in_float32 = false;
+  capabilities.half_as_16bit_shares = true;  // its bytes may cross hosts
   return capabilities;
 }
 

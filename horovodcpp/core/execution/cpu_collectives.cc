@@ -5,6 +5,7 @@
 #include <memory>
 #include <numeric>
 
+#include "core/execution/half_shares.h"
 #include "core/execution/reduction.h"
 
 namespace hvd {
@@ -70,12 +71,21 @@ Tensor CpuCollectives::run(const Response& response, const std::vector<const Ten
   return output;
 }
 
-// Adasum computes in float32 or float64 only.
+// Adasum computes in float32 or float64 only. A fusion group of 16-bit
+// shares is planned at 2 bytes an element (a small group widens outside the
+// fusion buffer).
 bool CpuCollectives::stages_in_float32(DataType dtype, ReduceOp op) const {
   if (!is_half(dtype)) return false;
   if (op == ReduceOp::kAdasum) return true;
+  const BackendCapabilities capabilities = backend_.capabilities();
   return (op == ReduceOp::kSum || op == ReduceOp::kProduct) &&
-         !backend_.capabilities().half_reduction_in_float32;
+         !capabilities.half_reduction_in_float32 && !capabilities.half_as_16bit_shares;
+}
+
+bool CpuCollectives::as_half_shares(DataType dtype, ReduceOp op, std::size_t count) const {
+  return is_half(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kProduct) &&
+         topology_.size > 1 && count * dtype_size(dtype) >= kHalfSharesMinBytes &&
+         backend_.capabilities().half_as_16bit_shares;
 }
 
 void CpuCollectives::reduce_packed(const std::vector<const TensorEntry*>& group, void* buffer,
@@ -84,8 +94,12 @@ void CpuCollectives::reduce_packed(const std::vector<const TensorEntry*>& group,
   counts.reserve(group.size());
   for (const TensorEntry* entry : group) counts.push_back(entry->input.num_elements());
   if (op == ReduceOp::kAdasum) return adasum_.allreduce(buffer, counts, dtype);
-  backend_.allreduce(buffer, std::accumulate(counts.begin(), counts.end(), std::size_t{0}), dtype,
-                     op);
+  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  if (as_half_shares(dtype, op, total)) {
+    return allreduce_half_shares(backend_, buffer, total, topology_.rank, topology_.size, dtype,
+                                 op, shares_);
+  }
+  backend_.allreduce(buffer, total, dtype, op);
 }
 
 void CpuCollectives::trace_fused(const std::vector<const TensorEntry*>& group,
@@ -106,7 +120,11 @@ void CpuCollectives::allreduce(const std::vector<const TensorEntry*>& group) {
   std::size_t total = 0;
   for (const TensorEntry* entry : group) total += entry->input.num_elements();
 
-  if (stages_in_float32(dtype, op)) {
+  const bool widen = stages_in_float32(dtype, op) ||
+                     (is_half(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kProduct) &&
+                      !backend_.capabilities().half_reduction_in_float32 &&
+                      !as_half_shares(dtype, op, total));
+  if (widen) {
     // Widen (prescale folded in), reduce in float32, round once to 16 bits
     // (then Average and postscale): the sum does not depend on the
     // backend's reduction order.
@@ -137,7 +155,7 @@ void CpuCollectives::allreduce(const std::vector<const TensorEntry*>& group) {
     const TensorEntry& entry = *group.front();
     scale_copy(dtype, entry.input.data, entry.output.data, total, 1.0, request.prescale_factor);
     const auto t1 = ExecutionTrace::now_if(traced);
-    if (op == ReduceOp::kAdasum) {
+    if (op == ReduceOp::kAdasum || as_half_shares(dtype, op, total)) {
       reduce_packed(group, entry.output.data, dtype, op);
       scale_in_place(dtype, entry.output.data, total, divisor, request.postscale_factor);
     } else {
@@ -197,6 +215,21 @@ Tensor CpuCollectives::reducescatter(const TensorEntry& entry, const ResultPlan&
   const std::size_t mine = counts[topology_.rank];
   const double divisor = average_divisor(request.reduce_op, topology_.size);
 
+  if (as_half_shares(dtype, ReduceOp::kSum, count)) {
+    // Prescaled in 16 bits: what widening with the factor gives, rounded
+    // to the 16-bit type first (reduction.h).
+    std::unique_ptr<unsigned char[]> scaled;
+    const void* input = entry.input.data;
+    if (request.prescale_factor != 1.0) {
+      scaled.reset(new unsigned char[entry.input.size_bytes()]);
+      scale_copy(dtype, input, scaled.get(), count, 1.0, request.prescale_factor);
+      input = scaled.get();
+    }
+    reducescatter_half_shares(backend_, input, output.data(), counts, topology_.rank, dtype,
+                              ReduceOp::kSum, shares_);
+    scale_in_place(dtype, output.data(), mine, divisor, request.postscale_factor);
+    return output;
+  }
   if (is_half(dtype) && !backend_.capabilities().half_reduction_in_float32) {
     if (staging_.size() < count) staging_.resize(count);
     widen_to_float32(dtype, entry.input.data, staging_.data(), count, request.prescale_factor);

@@ -1,7 +1,8 @@
 // CpuCollectives: one agreed collective on host buffers through the CPU
 // Backend (CPU tensors, or staged host copies of CUDA tensors), with
 // scaling and Average around it, float16/bfloat16 reduced in float32 where
-// the backend does not, and the fusion buffer for a fused allreduce group.
+// the backend does not (widened, or as 16-bit shares where bytes cross a
+// network: half_shares.h), and the fusion buffer for a fused allreduce group.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,8 @@ class CpuCollectives {
   bool stages_in_float32(DataType dtype, ReduceOp op) const;
 
  private:
+  // Whether `count` elements of `dtype` reduce with `op` as 16-bit shares.
+  bool as_half_shares(DataType dtype, ReduceOp op, std::size_t count) const;
   // One allreduce through the backend for the whole group (same dtype, op
   // and scale factors): packed into the fusion buffer when it has several.
   void allreduce(const std::vector<const TensorEntry*>& group);
@@ -54,6 +57,7 @@ class CpuCollectives {
   AdasumReducer adasum_;
   AlignedBuffer fusion_buffer_;  // grows to the threshold; reused
   std::vector<float> staging_;   // float16/bfloat16 accumulate here; reused across calls
+  std::vector<unsigned char> shares_;  // every rank's 16-bit shares of this rank's slice
 };
 
 }  // namespace hvd

@@ -15,9 +15,10 @@ struct BackendCapabilities {
   // True if allreduce Sum/Product of float16/bfloat16 accumulates in float32
   // and rounds once. If false, the core stages those through float32.
   bool half_reduction_in_float32 = false;
-  // True where the backend's bytes cross a network (MPI, Gloo): the core
-  // then reduces float16/bfloat16 Sum/Product of 64 KiB and more as 16-bit
-  // shares (half_shares.h), half the bytes of widening them to float32.
+  // True where the backend's bytes cross a network (MPI, Gloo) and it has
+  // sendrecv: the core then reduces float16/bfloat16 Sum/Product of 64 KiB
+  // and more as 16-bit shares (half_shares.h), half the bytes of widening
+  // them to float32.
   bool half_as_16bit_shares = false;
   // True for device backends (NCCL): buffers are device memory and each
   // call returns once its work is queued on the backend's CUDA stream, not

@@ -1,10 +1,11 @@
 // float16/bfloat16 Sum and Product with 16 bits on the wire: instead of
 // widening every element to float32 around the backend's allreduce, every
-// rank sends each peer that peer's slice of its 16-bit input (alltoallv),
-// reduces the slice it owns from every rank's shares in float32, in rank
-// order, rounding once (reduce_many), and the rounded slices are gathered
-// (allgatherv). Half the bytes of the widened allreduce, and the same
-// result: each element accumulated in float32 and rounded once.
+// rank sends each peer that peer's slice of its 16-bit input, reduces the
+// slice it owns from every rank's shares in float32, in rank order,
+// rounding once (reduce_many), and sends the rounded slice to every peer:
+// pairwise exchanges (Backend::sendrecv) in messages of 128 KiB. Half the
+// bytes of the widened allreduce, and the same result: each element
+// accumulated in float32 and rounded once.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,7 @@ namespace hvd {
 
 // Below this many bytes of 16-bit data the widened allreduce (one
 // collective) is kept: latency, not bytes, dominates there, and shares
-// take two collectives.
+// take 2(size-1) exchanges.
 constexpr std::size_t kHalfSharesMinBytes = std::size_t{64} << 10;
 
 // `counts[r]` elements of `input` (consecutive, in rank order) are rank r's

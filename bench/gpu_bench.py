@@ -26,7 +26,7 @@ and is the one command to use; each part is a worker mode of this script:
 
 Every figure is measured by the run that prints it; ratios are
 horovodcpp / peer for times (below 1: horovodcpp faster) and horovodcpp /
-peer for img/s (above 1: horovodcpp faster). See bench/README.md, "gpu_bench.sh: CUDA allreduce, a ResNet-50 step, staged tensors".
+peer for img/s (above 1: horovodcpp faster). See bench/README.md, "train_bench.py, gpu_bench.sh, compression_bench.sh, scale_bench.sh".
 """
 
 import argparse

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu_bench.sh: horovodcpp on a GPU next to torch.distributed, in one run
-# (bench/README.md, "gpu_bench.sh: CUDA allreduce, a ResNet-50 step, staged tensors"):
+# (bench/README.md, "train_bench.py, gpu_bench.sh, compression_bench.sh, scale_bench.sh"):
 #
 #   bench/gpu_bench.sh [--build DIR] [--out DIR] [--quick] [--python PYTHON]
 #

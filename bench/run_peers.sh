@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_peers.sh: horovodcpp next to its real peers, in one run on one machine,
-# as one table of ratios (bench/README.md, "run_peers.sh: horovodcpp next to its peers, one
-# run, one table").
+# as one table of ratios (bench/README.md, "run_peers.sh, backend_bench, control_bench,
+# fusion_bench").
 #
 #   bench/run_peers.sh [--out FILE] [--build DIR] [--np "2 4"]
 #                      [--sizes 4,64K,1M,16M,64M] [--warmup 5] [--iters 20]

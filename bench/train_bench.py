@@ -31,8 +31,8 @@ share the host's cores, and on a 2-core host two ranks with one thread each
 fill it. A timed round is --batches-per-round training steps (zero_grad,
 forward, cross entropy, backward, optimizer step) after a barrier; its time
 is the largest over ranks, and its img/sec the total over ranks:
-np * batch * batches / time. See bench/README.md, "train_bench.py: synthetic training,
-horovodcpp next to torch DDP".
+np * batch * batches / time. See bench/README.md, "train_bench.py, gpu_bench.sh,
+compression_bench.sh, scale_bench.sh".
 """
 
 import argparse

@@ -34,12 +34,13 @@ from horovodcpp.torch.compression import Compression  # noqa: F401
 from horovodcpp.torch.functions import (  # noqa: F401
     allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters)
 from horovodcpp.torch.handles import poll, synchronize  # noqa: F401
-from horovodcpp.torch.mpi_ops import (  # noqa: F401
+from horovodcpp.torch.core_ops import (  # noqa: F401
     allgather_async, allreduce_, allreduce_async, allreduce_async_, alltoall_async, barrier,
     broadcast_, broadcast_async, broadcast_async_, grouped_allgather_async, grouped_allreduce_,
     grouped_allreduce_async, grouped_allreduce_async_, grouped_reducescatter_async, join,
     reducescatter_async, sparse_allreduce_async)
 from horovodcpp.torch.optimizer import DistributedOptimizer  # noqa: F401
+from horovodcpp.torch import mpi_ops  # noqa: F401,E402  (hvd.mpi_ops, as in Horovod)
 from horovodcpp.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
 # The collectives as custom operators, for torch.compile (PyTorch 2.4+).
 if compiling.AVAILABLE:

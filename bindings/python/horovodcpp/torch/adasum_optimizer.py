@@ -10,7 +10,7 @@ import contextlib
 import torch
 
 from horovodcpp.common.basics import Adasum
-from horovodcpp.torch import mpi_ops
+from horovodcpp.torch import core_ops
 from horovodcpp.torch.gradient_hooks import HookedOptimizer
 from horovodcpp.torch.handles import synchronize
 
@@ -59,7 +59,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
                 group["params"] = params
         p.sub_(start)
         compressed, ctx = self._compression.compress(p)
-        handle = mpi_ops.allreduce_async_(compressed, name=self._parameter_names[p], op=Adasum,
+        handle = core_ops.allreduce_async_(compressed, name=self._parameter_names[p], op=Adasum,
                                           process_set=self.process_set)
         return handle, ctx
 

@@ -2,7 +2,7 @@
 alltoall, reducescatter and their grouped forms, as torch.autograd
 Functions.
 
-Their backward passes are Horovod's (horovod/torch/mpi_ops.py), so a script
+Their backward passes are Horovod's (horovod/torch/core_ops.py), so a script
 gets the gradients it got with Horovod: allreduce's is the allreduce of the
 incoming gradient with the same op and scale factors (Min, Max and Product
 too); allgather's is the Average allreduce of the incoming gradient, this
@@ -20,7 +20,7 @@ from horovodcpp import _core
 from horovodcpp.common.basics import Average, Sum
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import resolve_op
-from horovodcpp.torch import compiling, mpi_ops
+from horovodcpp.torch import compiling, core_ops
 from horovodcpp.torch.compiling import is_compiling
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.handles import synchronize
@@ -41,7 +41,7 @@ def _own_rows(reduced, shapes, process_set):
     """This rank's rows of each gathered gradient in `reduced` (one per
     tensor of `shapes`): offsets from every rank's row counts."""
     counts = torch.tensor([[_rows(s) for s in shapes]], dtype=torch.int64)
-    counts = synchronize(mpi_ops.allgather_async(counts, process_set=process_set))  # [size, n]
+    counts = synchronize(core_ops.allgather_async(counts, process_set=process_set))  # [size, n]
     me = process_set.rank()
     return [g.narrow(0, int(counts[:me, i].sum()), _rows(s)).reshape(s)
             for i, (g, s) in enumerate(zip(reduced, shapes))]
@@ -87,7 +87,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 
 def _allreduce_into_new(tensor, name, op, prescale_factor, postscale_factor, process_set):
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
-    return mpi_ops.allreduce_blocking(tensor, output, name, op, prescale_factor,
+    return core_ops.allreduce_blocking(tensor, output, name, op, prescale_factor,
                                       postscale_factor, process_set)
 
 
@@ -96,7 +96,7 @@ class HorovodGroupedAllreduce(torch.autograd.Function):
     def forward(ctx, name, op, prescale_factor, postscale_factor, process_set, *tensors):
         ctx.args = dict(op=op, prescale_factor=prescale_factor,
                         postscale_factor=postscale_factor, process_set=process_set)
-        return tuple(synchronize(mpi_ops.grouped_allreduce_async(tensors, name=name, **ctx.args)))
+        return tuple(synchronize(core_ops.grouped_allreduce_async(tensors, name=name, **ctx.args)))
 
     @staticmethod
     def backward(ctx, *grads):
@@ -128,7 +128,7 @@ class HorovodAllgather(torch.autograd.Function):
     def forward(ctx, tensor, name, process_set):
         ctx.shape = tensor.shape
         ctx.process_set = process_set
-        return synchronize(mpi_ops.allgather_async(tensor, name=name, process_set=process_set))
+        return synchronize(core_ops.allgather_async(tensor, name=name, process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -150,7 +150,7 @@ class HorovodGroupedAllgather(torch.autograd.Function):
     def forward(ctx, name, process_set, *tensors):
         ctx.shapes = [t.shape for t in tensors]
         ctx.process_set = process_set
-        return tuple(synchronize(mpi_ops.grouped_allgather_async(tensors, name=name,
+        return tuple(synchronize(core_ops.grouped_allgather_async(tensors, name=name,
                                                                  process_set=process_set)))
 
     @staticmethod
@@ -172,7 +172,7 @@ class HorovodBroadcast(torch.autograd.Function):
     def forward(ctx, tensor, root_rank, name, process_set):
         ctx.root_rank = root_rank
         ctx.process_set = process_set
-        return synchronize(mpi_ops.broadcast_async(tensor, root_rank, name=name,
+        return synchronize(core_ops.broadcast_async(tensor, root_rank, name=name,
                                                    process_set=process_set))
 
     @staticmethod
@@ -194,7 +194,7 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
 class HorovodAlltoall(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, splits, name, process_set):
-        output, received_splits = synchronize(mpi_ops.alltoall_async(
+        output, received_splits = synchronize(core_ops.alltoall_async(
             tensor, splits, name=name, process_set=process_set))
         ctx.received_splits = received_splits
         ctx.process_set = process_set
@@ -203,7 +203,7 @@ class HorovodAlltoall(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output, _):
-        grad, _ = synchronize(mpi_ops.alltoall_async(grad_output, ctx.received_splits,
+        grad, _ = synchronize(core_ops.alltoall_async(grad_output, ctx.received_splits,
                                                      process_set=ctx.process_set))
         return grad, None, None, None
 
@@ -234,7 +234,7 @@ class HorovodReducescatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, process_set, prescale_factor, postscale_factor):
         ctx.args = (op, prescale_factor, postscale_factor, process_set)
-        return synchronize(mpi_ops.reducescatter_async(
+        return synchronize(core_ops.reducescatter_async(
             tensor, name=name, op=op, process_set=process_set, prescale_factor=prescale_factor,
             postscale_factor=postscale_factor))
 
@@ -260,7 +260,7 @@ class HorovodGroupedReducescatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, op, process_set, prescale_factor, postscale_factor, *tensors):
         ctx.args = (op, prescale_factor, postscale_factor, process_set)
-        return tuple(synchronize(mpi_ops.grouped_reducescatter_async(
+        return tuple(synchronize(core_ops.grouped_reducescatter_async(
             tensors, name=name, op=op, process_set=process_set, prescale_factor=prescale_factor,
             postscale_factor=postscale_factor)))
 

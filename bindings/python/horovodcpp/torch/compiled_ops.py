@@ -29,7 +29,7 @@ from torch import Tensor
 
 from horovodcpp import _core
 from horovodcpp.common import process_sets as _process_sets
-from horovodcpp.torch import compiling, mpi_ops
+from horovodcpp.torch import compiling, core_ops
 from horovodcpp.torch.handles import synchronize
 
 AVAILABLE = compiling.AVAILABLE
@@ -72,7 +72,7 @@ if AVAILABLE:
     def allreduce(tensor: Tensor, name: str, op: int, prescale_factor: float,
                   postscale_factor: float, process_set: int) -> Tensor:
         output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
-        return mpi_ops.allreduce_blocking(tensor, output, _name(name), _core.ReduceOp(op),
+        return core_ops.allreduce_blocking(tensor, output, _name(name), _core.ReduceOp(op),
                                           prescale_factor, postscale_factor, set_of(process_set))
 
     @allreduce.register_fake
@@ -90,14 +90,14 @@ if AVAILABLE:
     @custom_op("horovodcpp::allreduce_", mutates_args=("tensor",))
     def allreduce_(tensor: Tensor, name: str, op: int, prescale_factor: float,
                    postscale_factor: float, process_set: int) -> None:
-        mpi_ops.allreduce_blocking(tensor, tensor, _name(name), _core.ReduceOp(op),
+        core_ops.allreduce_blocking(tensor, tensor, _name(name), _core.ReduceOp(op),
                                    prescale_factor, postscale_factor, set_of(process_set))
 
     @custom_op("horovodcpp::allreduce_async", mutates_args=())
     def allreduce_async(tensor: Tensor, name: str, op: int, prescale_factor: float,
                         postscale_factor: float, process_set: int) -> List[Tensor]:
         output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
-        return [output, _start(output, mpi_ops._allreduce_async(
+        return [output, _start(output, core_ops._allreduce_async(
             tensor, output, _name(name), _core.ReduceOp(op), prescale_factor, postscale_factor,
             set_of(process_set)))]
 
@@ -108,7 +108,7 @@ if AVAILABLE:
     @custom_op("horovodcpp::grouped_allreduce", mutates_args=())
     def grouped_allreduce(tensors: List[Tensor], name: str, op: int, prescale_factor: float,
                           postscale_factor: float, process_set: int) -> List[Tensor]:
-        return synchronize(mpi_ops.grouped_allreduce_async(
+        return synchronize(core_ops.grouped_allreduce_async(
             tensors, name=_name(name), op=_core.ReduceOp(op), prescale_factor=prescale_factor,
             postscale_factor=postscale_factor, process_set=set_of(process_set)))
 
@@ -129,7 +129,7 @@ if AVAILABLE:
         """The outputs, then an id for each (each wait_ waits for the group:
         synchronize once, then a no-op)."""
         outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
-        handle = mpi_ops._grouped_allreduce_async(
+        handle = core_ops._grouped_allreduce_async(
             list(tensors), outputs, _name(name), _core.ReduceOp(op), prescale_factor,
             postscale_factor, set_of(process_set))
         return outputs + [_start(output, handle) for output in outputs]
@@ -155,7 +155,7 @@ if AVAILABLE:
 
     @custom_op("horovodcpp::allgather", mutates_args=())
     def allgather(tensor: Tensor, name: str, process_set: int) -> Tensor:
-        gathered = synchronize(mpi_ops.allgather_async(tensor, _name(name), set_of(process_set)))
+        gathered = synchronize(core_ops.allgather_async(tensor, _name(name), set_of(process_set)))
         return _gathered(tensor, gathered, process_set).clone()
 
     @allgather.register_fake
@@ -177,7 +177,7 @@ if AVAILABLE:
     @custom_op("horovodcpp::allgather_async", mutates_args=())
     def allgather_async(tensor: Tensor, name: str, process_set: int) -> List[Tensor]:
         output = tensor.new_empty(_gathered_shape(tensor, process_set))
-        handle = mpi_ops.allgather_async(tensor, _name(name), set_of(process_set))
+        handle = core_ops.allgather_async(tensor, _name(name), set_of(process_set))
         return [output, _start(output, handle,
                                lambda g: output.copy_(_gathered(tensor, g, process_set)))]
 
@@ -188,7 +188,7 @@ if AVAILABLE:
     # -- broadcast -------------------------------------------------------------
     @custom_op("horovodcpp::broadcast", mutates_args=())
     def broadcast(tensor: Tensor, root_rank: int, name: str, process_set: int) -> Tensor:
-        return synchronize(mpi_ops.broadcast_async(tensor, root_rank, _name(name),
+        return synchronize(core_ops.broadcast_async(tensor, root_rank, _name(name),
                                                    set_of(process_set)))
 
     @broadcast.register_fake
@@ -210,7 +210,7 @@ if AVAILABLE:
     def broadcast_async(tensor: Tensor, root_rank: int, name: str,
                         process_set: int) -> List[Tensor]:
         output = tensor.detach().clone(memory_format=torch.contiguous_format)
-        return [output, _start(output, mpi_ops.broadcast_async_(output, root_rank, _name(name),
+        return [output, _start(output, core_ops.broadcast_async_(output, root_rank, _name(name),
                                                                 set_of(process_set)))]
 
     @broadcast_async.register_fake
@@ -221,7 +221,7 @@ if AVAILABLE:
     @custom_op("horovodcpp::alltoall", mutates_args=())
     def alltoall(tensor: Tensor, splits: Optional[Tensor], name: str,
                  process_set: int) -> List[Tensor]:
-        output, received = synchronize(mpi_ops.alltoall_async(
+        output, received = synchronize(core_ops.alltoall_async(
             tensor, splits, _name(name), set_of(process_set)))
         return [output.clone(), received.to(torch.int64)]
 
@@ -254,7 +254,7 @@ if AVAILABLE:
     @custom_op("horovodcpp::reducescatter", mutates_args=())
     def reducescatter(tensor: Tensor, name: str, op: int, process_set: int,
                       prescale_factor: float, postscale_factor: float) -> Tensor:
-        return synchronize(mpi_ops.reducescatter_async(
+        return synchronize(core_ops.reducescatter_async(
             tensor, _name(name), _core.ReduceOp(op), set_of(process_set), prescale_factor,
             postscale_factor)).clone()
 
@@ -278,7 +278,7 @@ if AVAILABLE:
     def reducescatter_async(tensor: Tensor, name: str, op: int, process_set: int,
                             prescale_factor: float, postscale_factor: float) -> List[Tensor]:
         output = tensor.new_empty(_scattered_shape(tensor, process_set))
-        handle = mpi_ops.reducescatter_async(tensor, _name(name), _core.ReduceOp(op),
+        handle = core_ops.reducescatter_async(tensor, _name(name), _core.ReduceOp(op),
                                              set_of(process_set), prescale_factor,
                                              postscale_factor)
         return [output, _start(output, handle, output.copy_)]

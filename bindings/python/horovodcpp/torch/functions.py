@@ -8,7 +8,7 @@ import torch
 
 from horovodcpp import _core
 from horovodcpp.common.process_sets import global_process_set
-from horovodcpp.torch import mpi_ops
+from horovodcpp.torch import core_ops
 from horovodcpp.torch.handles import synchronize
 
 
@@ -23,7 +23,7 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
         params = [p if isinstance(p, tuple) else (None, p) for p in params]
     else:
         raise ValueError("invalid params of type: {}".format(type(params)))
-    handles = [mpi_ops.broadcast_async_(p, root_rank, name, process_set)
+    handles = [core_ops.broadcast_async_(p, root_rank, name, process_set)
                for name, p in params if p is not None]
     for handle in handles:
         synchronize(handle)
@@ -36,10 +36,10 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
     is_root = _core.rank() == root_rank
     payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8) if is_root else None
     length = torch.tensor([payload.numel() if is_root else 0], dtype=torch.int64)
-    mpi_ops.broadcast_(length, root_rank, name + ".sz", process_set)
+    core_ops.broadcast_(length, root_rank, name + ".sz", process_set)
     if not is_root:
         payload = torch.empty(int(length), dtype=torch.uint8)
-    mpi_ops.broadcast_(payload, root_rank, name + ".t", process_set)
+    core_ops.broadcast_(payload, root_rank, name + ".t", process_set)
     return obj if is_root else pickle.loads(payload.numpy().tobytes())
 
 
@@ -48,9 +48,9 @@ def allgather_object(obj, name=None, process_set=global_process_set):
     (the members of `process_set`)."""
     name = name or type(obj).__name__
     payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
-    lengths = synchronize(mpi_ops.allgather_async(torch.tensor([payload.numel()]), name + ".sz",
+    lengths = synchronize(core_ops.allgather_async(torch.tensor([payload.numel()]), name + ".sz",
                                                   process_set))
-    data = synchronize(mpi_ops.allgather_async(payload, name + ".t", process_set))
+    data = synchronize(core_ops.allgather_async(payload, name + ".t", process_set))
     data = data.numpy().tobytes()
     offsets = [0] + torch.cumsum(lengths, 0).tolist()
     return [pickle.loads(data[offsets[i]:offsets[i + 1]]) for i in range(len(lengths))]

@@ -12,7 +12,7 @@ from horovodcpp import _core
 from horovodcpp.common.basics import Adasum, Average
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import gradient_groups
-from horovodcpp.torch import mpi_ops
+from horovodcpp.torch import core_ops
 from horovodcpp.torch.adasum_optimizer import distributed_adasum_optimizer
 from horovodcpp.torch.compression import Compression
 from horovodcpp.torch.gradient_hooks import HookedOptimizer
@@ -69,7 +69,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     p.grad = torch.zeros_like(p)
             name = self._parameter_names[unit[0]]
             if unit[0].grad.is_sparse and not self.sparse_as_dense and len(unit) == 1:
-                handle = mpi_ops.sparse_allreduce_async(unit[0].grad, name, self.op,
+                handle = core_ops.sparse_allreduce_async(unit[0].grad, name, self.op,
                                                         self.process_set)
                 self._handles[unit] = (handle, None)
                 continue
@@ -86,12 +86,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if len(unit) == 1:
                 singles.append((unit, compressed[0], ctxs))
                 continue
-            handle = mpi_ops.grouped_allreduce_async_(
+            handle = core_ops.grouped_allreduce_async_(
                 list(compressed), name="group." + name, op=self.op, prescale_factor=prescale,
                 postscale_factor=postscale, process_set=self.process_set)
             self._handles[unit] = (handle, ctxs)
         if singles:
-            handles = mpi_ops.allreduce_async_many_(
+            handles = core_ops.allreduce_async_many_(
                 [grad for _, grad, _ in singles],
                 [self._parameter_names[unit[0]] for unit, _, _ in singles], op=self.op,
                 prescale_factor=prescale, postscale_factor=postscale,

@@ -16,7 +16,7 @@ import zlib
 import torch
 
 from horovodcpp.common.basics import Sum
-from horovodcpp.torch import mpi_ops
+from horovodcpp.torch import core_ops
 from horovodcpp.torch.handles import synchronize
 from horovodcpp.torch.reducing_compressor import ReducingCompressor
 
@@ -76,7 +76,7 @@ class PowerSGDCompressor(ReducingCompressor):
             state["q"] = orthogonalize(q).to(tensor.device)  # same numbers on every rank
         p = matrix @ state["q"].to(work_dtype)
         entry = dict(matrix=matrix, p=p, name=name, op=op, process_set=process_set)
-        entry["p_handle"] = mpi_ops.allreduce_async_(p, name=name, op=op,
+        entry["p_handle"] = core_ops.allreduce_async_(p, name=name, op=op,
                                                      process_set=process_set)
         self._waiting.append(entry)
 
@@ -101,7 +101,7 @@ class PowerSGDCompressor(ReducingCompressor):
         for entry in waiting:
             entry["p"] = orthogonalize(synchronize(entry["p_handle"]))
             q = (entry["p"].t() @ entry["matrix"]).t().contiguous()  # M^T P, faster so
-            entry["q_handle"] = mpi_ops.allreduce_async_(
+            entry["q_handle"] = core_ops.allreduce_async_(
                 q, name=entry["name"] + ".powersgd_q", op=entry["op"],
                 process_set=entry["process_set"])
 

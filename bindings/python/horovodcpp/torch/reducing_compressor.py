@@ -21,7 +21,7 @@ import torch
 
 from horovodcpp.common.basics import Average, HorovodInternalError, Sum
 from horovodcpp.common.process_sets import global_process_set
-from horovodcpp.torch import functions, mpi_ops
+from horovodcpp.torch import core_ops, functions
 from horovodcpp.torch.handles import synchronize
 
 
@@ -66,7 +66,7 @@ class ReducingCompressor:
     @staticmethod
     def _exact_async(tensor, name, op, prescale_factor, postscale_factor, process_set):
         """The uncompressed reduction, for tensors a compressor leaves alone."""
-        handle = mpi_ops.allreduce_async(tensor.detach(), name=name, op=op,
+        handle = core_ops.allreduce_async(tensor.detach(), name=name, op=op,
                                          prescale_factor=prescale_factor,
                                          postscale_factor=postscale_factor,
                                          process_set=process_set)
@@ -89,7 +89,7 @@ class ReducingCompressor:
         of waiting for this rank (where every rank refuses, all succeed and
         then raise the same message)."""
         try:
-            mpi_ops.allreduce_(torch.zeros(0, dtype=torch.uint8), name=name, op=Sum,
+            core_ops.allreduce_(torch.zeros(0, dtype=torch.uint8), name=name, op=Sum,
                                process_set=process_set)
         except HorovodInternalError:
             pass

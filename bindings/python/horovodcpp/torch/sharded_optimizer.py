@@ -20,7 +20,7 @@ import os
 import torch
 
 from horovodcpp.common.basics import Average, Max, Sum
-from horovodcpp.torch import mpi_ops
+from horovodcpp.torch import core_ops
 from horovodcpp.torch.functions import broadcast_object
 from horovodcpp.torch.gradient_hooks import HookedOptimizer
 from horovodcpp.torch.handles import poll, synchronize
@@ -171,10 +171,10 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
             compressed, contexts = zip(*[self._compression.compress(g) for g in grads])
             name = "zero." + self._parameter_names[unit[0]]
             if len(unit) == 1:
-                handle = mpi_ops.reducescatter_async(compressed[0], name, self.op,
+                handle = core_ops.reducescatter_async(compressed[0], name, self.op,
                                                      self.process_set, prescale, postscale)
             else:
-                handle = mpi_ops.grouped_reducescatter_async(list(compressed), "group." + name,
+                handle = core_ops.grouped_reducescatter_async(list(compressed), "group." + name,
                                                              self.op, self.process_set,
                                                              prescale, postscale)
             self._handles[unit] = _Reduction(handle, contexts)
@@ -230,11 +230,11 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
         local = torch.zeros(1, dtype=torch.float64, device=device)
         if norm_type == float("inf"):
             local = torch.stack(norms + [local[0]]).max().reshape(1)
-            total = mpi_ops.allreduce_(local, name="zero.clip", op=Max,
+            total = core_ops.allreduce_(local, name="zero.clip", op=Max,
                                        process_set=self.process_set)[0]
         else:
             local = sum((n ** norm_type for n in norms), local)
-            total = mpi_ops.allreduce_(local, name="zero.clip", op=Sum,
+            total = core_ops.allreduce_(local, name="zero.clip", op=Sum,
                                        process_set=self.process_set)[0] ** (1.0 / norm_type)
         coefficient = torch.clamp(max_norm / (total + 1e-6), max=1.0)
         for g in grads:
@@ -266,7 +266,7 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
         for index, params in enumerate(self._gather_groups):
             if len(in_flight) == _GATHERS_IN_FLIGHT:
                 _copy_gathered(*in_flight.popleft())
-            handle = mpi_ops.grouped_allgather_async([self._shards[p] for p in params],
+            handle = core_ops.grouped_allgather_async([self._shards[p] for p in params],
                                                      "zero.params.{}".format(index),
                                                      self.process_set)
             in_flight.append((params, handle))
@@ -319,7 +319,7 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
         per_element = local["sharding"]["per_element"]
         items = [(i, key) for i in sorted(per_element) for key in per_element[i]]
         if to is None:
-            handles = [mpi_ops.allgather_async(local["state"][i][key], "zero.state.{}.{}".format(
+            handles = [core_ops.allgather_async(local["state"][i][key], "zero.state.{}.{}".format(
                 i, key), self.process_set) for i, key in items]
         else:
             if to not in self.process_set.ranks:
@@ -331,7 +331,7 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
                 value = local["state"][i][key]
                 splits = [0] * self._size
                 splits[destination] = value.numel()
-                handles.append(mpi_ops.alltoall_async(value, splits, "zero.state.{}.{}".format(
+                handles.append(core_ops.alltoall_async(value, splits, "zero.state.{}.{}".format(
                     i, key), self.process_set))
         outputs = [synchronize(handle) for handle in handles]
         if to is not None:

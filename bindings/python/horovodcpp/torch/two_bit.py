@@ -18,7 +18,7 @@ from horovodcpp import _core
 from horovodcpp.common.basics import Average
 from horovodcpp.common.process_sets import core_set
 from horovodcpp.torch.handles import register, synchronize
-from horovodcpp.torch.mpi_ops import _core_tensor, _from_core, _stream
+from horovodcpp.torch.core_ops import _core_tensor, _from_core, _stream
 from horovodcpp.torch.reducing_compressor import ReducingCompressor
 
 _SHIFTS = torch.tensor([0, 2, 4, 6], dtype=torch.uint8)

@@ -22,7 +22,7 @@ from horovodcpp.common.basics import Average, Max, Min, Product, Sum
 from horovodcpp.torch.distributed import point_to_point
 from horovodcpp.torch.distributed.monitored_barrier import monitored_barrier
 from horovodcpp.torch.distributed.work import Work, as_dist_error, completed, timed_out
-from horovodcpp.torch.mpi_ops import _core_tensor, _from_core, _group_stream, _stream
+from horovodcpp.torch.core_ops import _core_tensor, _from_core, _group_stream, _stream
 
 WINDOW = 16
 

@@ -20,17 +20,6 @@ void for_each_chunk(std::size_t count, std::size_t max, Fn&& fn) {
   }
 }
 
-// Element offsets of consecutive blocks of `counts`; returns the total.
-std::size_t offsets_of(const std::vector<std::size_t>& counts, std::vector<std::size_t>& offsets) {
-  offsets.resize(counts.size());
-  std::size_t total = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    offsets[r] = total;
-    total += counts[r];
-  }
-  return total;
-}
-
 std::vector<int> to_ints(const std::vector<std::size_t>& values) {
   return std::vector<int>(values.begin(), values.end());
 }

@@ -40,6 +40,19 @@ inline void check_sendrecv_arguments(int peer, int rank, int size, std::size_t s
       "sendrecv with itself: " << send_count << " elements sent, " << recv_count << " received");
 }
 
+// Element offsets of consecutive blocks of `counts` (each rank's part of a
+// buffer in rank order); returns the total.
+inline std::size_t offsets_of(const std::vector<std::size_t>& counts,
+                              std::vector<std::size_t>& offsets) {
+  offsets.resize(counts.size());
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    offsets[r] = total;
+    total += counts[r];
+  }
+  return total;
+}
+
 // What a backend checks of a call's dtype and op: the core passes a known
 // dtype and Sum, Min, Max or Product (Average is Sum and its own division).
 // `backend` names it in the message ("Gloo", "shm").

@@ -1,7 +1,7 @@
 #include "core/execution/cpu_collectives.h"
 
 #include <algorithm>
-#include <functional>
+#include <limits>
 #include <memory>
 #include <numeric>
 
@@ -16,10 +16,7 @@ bool is_half(DataType dtype) { return dtype == DataType::kFloat16 || dtype == Da
 // A result the backend overwrites whole: host memory not zeroed first (a
 // pass over every byte saved).
 Tensor result_tensor(DataType dtype, std::vector<std::int64_t> shape) {
-  const std::size_t bytes =
-      static_cast<std::size_t>(std::accumulate(shape.begin(), shape.end(), std::int64_t{1},
-                                               std::multiplies<std::int64_t>())) *
-      dtype_size(dtype);
+  const std::size_t bytes = TensorView(nullptr, dtype, shape).size_bytes();
   std::shared_ptr<unsigned char> storage(new unsigned char[std::max<std::size_t>(bytes, 1)],
                                          std::default_delete<unsigned char[]>());
   void* data = storage.get();
@@ -71,20 +68,23 @@ Tensor CpuCollectives::run(const Response& response, const std::vector<const Ten
   return output;
 }
 
-// Adasum computes in float32 or float64 only. A fusion group of 16-bit
-// shares is planned at 2 bytes an element (a small group widens outside the
-// fusion buffer).
+// Planned as a large group: one of 16-bit shares at 2 bytes an element (a
+// small group widens outside the fusion buffer).
 bool CpuCollectives::stages_in_float32(DataType dtype, ReduceOp op) const {
+  return widens(dtype, op, std::numeric_limits<std::size_t>::max());
+}
+
+// Adasum computes in float32 or float64 only.
+bool CpuCollectives::widens(DataType dtype, ReduceOp op, std::size_t count) const {
   if (!is_half(dtype)) return false;
   if (op == ReduceOp::kAdasum) return true;
-  const BackendCapabilities capabilities = backend_.capabilities();
   return (op == ReduceOp::kSum || op == ReduceOp::kProduct) &&
-         !capabilities.half_reduction_in_float32 && !capabilities.half_as_16bit_shares;
+         !backend_.capabilities().half_reduction_in_float32 && !as_half_shares(dtype, op, count);
 }
 
 bool CpuCollectives::as_half_shares(DataType dtype, ReduceOp op, std::size_t count) const {
   return is_half(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kProduct) &&
-         topology_.size > 1 && count * dtype_size(dtype) >= kHalfSharesMinBytes &&
+         topology_.size > 1 && count >= kHalfSharesMinBytes / dtype_size(dtype) &&
          backend_.capabilities().half_as_16bit_shares;
 }
 
@@ -120,11 +120,7 @@ void CpuCollectives::allreduce(const std::vector<const TensorEntry*>& group) {
   std::size_t total = 0;
   for (const TensorEntry* entry : group) total += entry->input.num_elements();
 
-  const bool widen = stages_in_float32(dtype, op) ||
-                     (is_half(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kProduct) &&
-                      !backend_.capabilities().half_reduction_in_float32 &&
-                      !as_half_shares(dtype, op, total));
-  if (widen) {
+  if (widens(dtype, op, total)) {
     // Widen (prescale folded in), reduce in float32, round once to 16 bits
     // (then Average and postscale): the sum does not depend on the
     // backend's reduction order.
@@ -215,22 +211,7 @@ Tensor CpuCollectives::reducescatter(const TensorEntry& entry, const ResultPlan&
   const std::size_t mine = counts[topology_.rank];
   const double divisor = average_divisor(request.reduce_op, topology_.size);
 
-  if (as_half_shares(dtype, ReduceOp::kSum, count)) {
-    // Prescaled in 16 bits: what widening with the factor gives, rounded
-    // to the 16-bit type first (reduction.h).
-    std::unique_ptr<unsigned char[]> scaled;
-    const void* input = entry.input.data;
-    if (request.prescale_factor != 1.0) {
-      scaled.reset(new unsigned char[entry.input.size_bytes()]);
-      scale_copy(dtype, input, scaled.get(), count, 1.0, request.prescale_factor);
-      input = scaled.get();
-    }
-    reducescatter_half_shares(backend_, input, output.data(), counts, topology_.rank, dtype,
-                              ReduceOp::kSum, shares_);
-    scale_in_place(dtype, output.data(), mine, divisor, request.postscale_factor);
-    return output;
-  }
-  if (is_half(dtype) && !backend_.capabilities().half_reduction_in_float32) {
+  if (widens(dtype, ReduceOp::kSum, count)) {
     if (staging_.size() < count) staging_.resize(count);
     widen_to_float32(dtype, entry.input.data, staging_.data(), count, request.prescale_factor);
     std::vector<float> share(mine);
@@ -240,14 +221,24 @@ Tensor CpuCollectives::reducescatter(const TensorEntry& entry, const ResultPlan&
                         request.postscale_factor);
     return output;
   }
-  if (request.prescale_factor == 1.0 && backend_.capabilities().reducescatter_keeps_input) {
-    backend_.reducescatter(entry.input.data, output.data(), counts, dtype, ReduceOp::kSum);
-  } else {
+  // 16-bit shares only read their input (prescaled in 16 bits: what widening
+  // with the factor gives, rounded to the 16-bit type first, reduction.h).
+  const bool shares = as_half_shares(dtype, ReduceOp::kSum, count);
+  void* input = entry.input.data;
+  std::unique_ptr<unsigned char[]> scratch;
+  if (request.prescale_factor != 1.0 ||
+      !(shares || backend_.capabilities().reducescatter_keeps_input)) {
     // The backend may clobber its input: reduce a copy (prescaled in the
     // same pass), never the caller's tensor.
-    std::unique_ptr<unsigned char[]> scratch(new unsigned char[entry.input.size_bytes()]);
+    scratch.reset(new unsigned char[entry.input.size_bytes()]);
     scale_copy(dtype, entry.input.data, scratch.get(), count, 1.0, request.prescale_factor);
-    backend_.reducescatter(scratch.get(), output.data(), counts, dtype, ReduceOp::kSum);
+    input = scratch.get();
+  }
+  if (shares) {
+    reducescatter_half_shares(backend_, input, output.data(), counts, topology_.rank, dtype,
+                              ReduceOp::kSum, shares_);
+  } else {
+    backend_.reducescatter(input, output.data(), counts, dtype, ReduceOp::kSum);
   }
   scale_in_place(dtype, output.data(), mine, divisor, request.postscale_factor);
   return output;

@@ -35,7 +35,9 @@ class CpuCollectives {
   bool stages_in_float32(DataType dtype, ReduceOp op) const;
 
  private:
-  // Whether `count` elements of `dtype` reduce with `op` as 16-bit shares.
+  // Whether `count` elements of `dtype` with `op` are widened to float32
+  // around the backend, or reduce as 16-bit shares.
+  bool widens(DataType dtype, ReduceOp op, std::size_t count) const;
   bool as_half_shares(DataType dtype, ReduceOp op, std::size_t count) const;
   // One allreduce through the backend for the whole group (same dtype, op
   // and scale factors): packed into the fusion buffer when it has several.

@@ -36,12 +36,6 @@ void exchange(Backend& backend, const unsigned char* send, std::size_t send_coun
   }
 }
 
-std::vector<std::size_t> offsets_of(const std::vector<std::size_t>& counts) {
-  std::vector<std::size_t> offsets(counts.size(), 0);
-  for (std::size_t r = 1; r < counts.size(); ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
-  return offsets;
-}
-
 }  // namespace
 
 void reducescatter_half_shares(Backend& backend, const void* input, void* output,
@@ -53,7 +47,8 @@ void reducescatter_half_shares(Backend& backend, const void* input, void* output
   const int size = static_cast<int>(counts.size());
   const std::size_t mine = counts[rank];
   const std::size_t element = dtype_size(dtype);
-  const std::vector<std::size_t> offsets = offsets_of(counts);
+  std::vector<std::size_t> offsets;
+  offsets_of(counts, offsets);
   const auto* in = static_cast<const unsigned char*>(input);
   scratch.resize(size * mine * element);
   const std::size_t largest = *std::max_element(counts.begin(), counts.end());
@@ -75,7 +70,8 @@ void allreduce_half_shares(Backend& backend, void* buffer, std::size_t count, in
     counts[r] = count / size + (static_cast<std::size_t>(r) < count % size ? 1 : 0);
   }
   const std::size_t element = dtype_size(dtype);
-  const std::vector<std::size_t> offsets = offsets_of(counts);
+  std::vector<std::size_t> offsets;
+  offsets_of(counts, offsets);
   auto* out = static_cast<unsigned char*>(buffer);
   std::vector<unsigned char> slice(counts[rank] * element);
   reducescatter_half_shares(backend, buffer, slice.data(), counts, rank, dtype, op, scratch);
@@ -83,7 +79,7 @@ void allreduce_half_shares(Backend& backend, void* buffer, std::size_t count, in
   for (int k = 0; k < size; ++k) {
     const int peer = partner(rank, k, size);
     exchange(backend, slice.data(), counts[rank], out + offsets[peer] * element, counts[peer],
-             counts[0], dtype, peer);
+             counts[0], dtype, peer);  // counts[0] is the largest
   }
 }
 

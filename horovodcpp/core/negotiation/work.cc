@@ -1,6 +1,7 @@
 #include "horovodcpp/work.h"
 
 #include "base/check.h"
+#include "base/error_message.h"
 #include "core/negotiation/work_state.h"
 
 namespace hvd {
@@ -64,16 +65,10 @@ void WorkState::finish_on_device(std::exception_ptr error) {
 void WorkState::record_outcome(const std::exception_ptr& error) {
   if (recorder_ == nullptr) return;
   const auto now = std::chrono::steady_clock::now();
-  if (!error) {
+  if (error) {
+    recorder_->failed(flight_number_, message_of(error), now);
+  } else {
     recorder_->completed(flight_number_, now);
-    return;
-  }
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    recorder_->failed(flight_number_, e.what(), now);
-  } catch (...) {
-    recorder_->failed(flight_number_, "unknown error", now);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/check.h"
+#include "base/error_message.h"
 #include "core/diagnostics/logging.h"
 #include "core/runtime/thread_affinity.h"
 #include "core/runtime/usable_cpus.h"
@@ -297,13 +298,7 @@ bool Coordinator::cycle() {
 void Coordinator::stop_on(std::exception_ptr error) {
   if (hvdrun_) hvdrun_->report_failure(error);
   fail_everything_left(error);
-  if (flight_) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      flight_->dump(e.what());
-    }
-  }
+  if (flight_) flight_->dump(message_of(error));
 }
 
 Coordinator::NextCycle Coordinator::next_cycle() {

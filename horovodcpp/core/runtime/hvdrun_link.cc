@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "base/check.h"
+#include "base/error_message.h"
 #include "core/diagnostics/logging.h"
 #include "core/diagnostics/peer_failure.h"
 #include "settings/settings.h"
@@ -68,17 +69,13 @@ void HvdrunLink::report_failure(const std::exception_ptr& error) noexcept {
   if (reported_ || !error) return;
   reported_ = true;
   std::vector<int> blamed;
-  std::string message;
   try {
     std::rethrow_exception(error);
   } catch (const RankFailure& e) {
     blamed = e.ranks();
-    message = e.what();
-  } catch (const std::exception& e) {
-    message = e.what();
-  } catch (...) {
-    message = "unknown error";
+  } catch (...) {  // another error names no rank
   }
+  const std::string message = message_of(error);
   try {
     const long long n = store_->add("hvdrun/failures", 1);
     store_->set("hvdrun/failure/" + std::to_string(n), failure_value(rank_, blamed, message));

@@ -93,10 +93,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
             except Exception as e:
                 error = error or e
             p.copy_(start)
-            self._delay[p] = self.backward_passes_per_step
-        self._handles.clear()
-        for ready in self._ready.values():
-            ready.clear()
+        self._reset_reductions()
         if error is not None:
             raise error
         return loss

@@ -57,6 +57,15 @@ class HookedOptimizer:
         for p in self._delay:
             self._delay[p] = passes
 
+    def _reset_reductions(self):
+        """Forgets the step's reductions (done, failed, or dropped by a
+        restored state): the next backward starts afresh, every parameter
+        counting backward_passes_per_step passes again."""
+        self._handles.clear()
+        for ready in self._ready.values():
+            ready.clear()
+        self.set_backward_passes_per_step(self.backward_passes_per_step)
+
     @contextlib.contextmanager
     def skip_synchronize(self):
         """For code that calls synchronize() itself (e.g. to clip gradients)

@@ -127,23 +127,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             # Done, or failed (a rank died): either way the step's
             # allreduces are over, and the next backward starts afresh
             # (hvd.elastic.run retries after a failure).
-            for unit in self._handles:
-                for p in unit:
-                    self._delay[p] = self.backward_passes_per_step
-            self._handles.clear()
-            for ready in self._ready.values():
-                ready.clear()
+            self._reset_reductions()
         self._synchronized = True
 
     def load_state_dict(self, *args, **kwargs):
         """The wrapped optimizer's, forgetting gradients not yet synchronized
         (as Horovod does: a restored optimizer starts a new step)."""
-        self._handles.clear()
-        for ready in self._ready.values():
-            ready.clear()
+        self._reset_reductions()
         self._synchronized = False
         self._should_synchronize = True
-        self.set_backward_passes_per_step(self.backward_passes_per_step)
         return super(self.__class__, self).load_state_dict(*args, **kwargs)
 
     def step(self, closure=None):

@@ -25,7 +25,8 @@ from horovodcpp.torch.functions import broadcast_object
 from horovodcpp.torch.gradient_hooks import HookedOptimizer
 from horovodcpp.torch.handles import poll, synchronize
 from horovodcpp.torch.reducing_compressor import reduces_itself
-from horovodcpp.torch.sharded_state import is_per_element, merge_shards, shard_range
+from horovodcpp.torch.sharded_state import (
+    is_per_element, merge_shards, numbered_groups, options_of, shard_range)
 
 # Their update is not per element (a line search, sparse state, factored
 # moments over a tensor's rows and columns): on a shard it would differ.
@@ -116,7 +117,7 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
                 if p.requires_grad:
                     self._shards[p] = self._make_shard(p)
                     shards.append(self._shards[p])
-            groups.append(dict(_options(group), params=shards))
+            groups.append(dict(options_of(group), params=shards))
         self._inner = self._optimizer_class(groups)
         self._memory = {p: p.data_ptr() for p in self._shards}
         self._gather_groups = _split_by_bytes(list(self._shards), _GATHER_BYTES)
@@ -208,12 +209,8 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
         self._synchronized = True
 
     def _reset_reductions(self):
-        self._handles.clear()
+        super()._reset_reductions()
         self._uncollected.clear()
-        for ready in self._ready.values():
-            ready.clear()
-        for p in self._delay:
-            self._delay[p] = self.backward_passes_per_step
 
     def clip_grad_norm_(self, max_norm, norm_type=2.0):
         """After synchronize(): torch.nn.utils.clip_grad_norm_ of the averaged
@@ -251,7 +248,7 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
         self._synchronize_for_step()
         self._check_place()
         for group, inner_group in zip(self.param_groups, self._inner.param_groups):
-            inner_group.update(_options(group))
+            inner_group.update(options_of(group))
         self._inner.step()
         self._whole_state_loaded = None
         for shard in self._shards.values():
@@ -296,17 +293,9 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
             state[i] = values
             shapes[i] = list(owner[shard].shape)
             per_element[i] = sorted(k for k, v in values.items() if is_per_element(v, shard))
-        return {"state": state, "param_groups": self._numbered_groups(),
+        return {"state": state, "param_groups": numbered_groups(self.param_groups),
                 "sharding": {"size": self._size, "rank": self._rank, "stage": self.stage,
                              "shapes": shapes, "per_element": per_element}}
-
-    def _numbered_groups(self):
-        groups, start = [], 0
-        for group in self.param_groups:
-            groups.append(dict(_options(group),
-                               params=list(range(start, start + len(group["params"])))))
-            start += len(group["params"])
-        return groups
 
     def consolidate_state_dict(self, to=0):
         """The whole (unsharded) state dict, in the format of the wrapped
@@ -371,7 +360,8 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
         state = {inner_index[self._shards[self._params[int(i)]]]: {
             key: _copy(value) for key, value in values.items()}
             for i, values in state_dict["state"].items()}
-        self._inner.load_state_dict({"state": state, "param_groups": self._inner_groups()})
+        self._inner.load_state_dict(
+            {"state": state, "param_groups": numbered_groups(self._inner.param_groups)})
 
     def _set_options(self, saved_groups):
         if len(saved_groups) != len(self.param_groups) or any(
@@ -380,19 +370,11 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
             raise ValueError("loaded state dict has parameter groups of other sizes than the "
                              "optimizer's")
         for group, saved in zip(self.param_groups, saved_groups):
-            group.update(_options(saved))
+            group.update(options_of(saved))
 
     def _inner_index(self):
         shards = [s for g in self._inner.param_groups for s in g["params"]]
         return {shard: j for j, shard in enumerate(shards)}
-
-    def _inner_groups(self):
-        groups, start = [], 0
-        for group in self._inner.param_groups:
-            groups.append(dict(_options(group),
-                               params=list(range(start, start + len(group["params"])))))
-            start += len(group["params"])
-        return groups
 
     def _load_whole(self, whole):
         """This rank's share of an unsharded state dict into the (new) inner
@@ -418,7 +400,8 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
                     sharded = torch.is_tensor(value) and value.shape == p.shape and p.dim() > 0
                 entry[key] = value.reshape(-1)[start:end].clone() if sharded else _copy(value)
             state[inner_index[shard]] = entry
-        self._inner.load_state_dict({"state": state, "param_groups": self._inner_groups()})
+        self._inner.load_state_dict(
+            {"state": state, "param_groups": numbered_groups(self._inner.param_groups)})
 
     def broadcast_state_from(self, root_rank):
         """broadcast_optimizer_state: the root's hyperparameters, and, if the
@@ -430,7 +413,7 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
             self._rank] else None
         has_state = bool(self._inner.state)
         options, has_whole, root_has_state = broadcast_object(
-            ([_options(g) for g in self.param_groups], whole is not None, has_state), root_rank,
+            ([options_of(g) for g in self.param_groups], whole is not None, has_state), root_rank,
             "zero.options", self.process_set)
         if has_whole:
             self.load_state_dict(broadcast_object(whole, root_rank, "zero.state",
@@ -439,10 +422,6 @@ class ShardedOptimizer(HookedOptimizer, torch.optim.Optimizer):
             self._inner.state.clear()
         for group, values in zip(self.param_groups, options):
             group.update(values)
-
-
-def _options(group):
-    return {k: v for k, v in group.items() if k != "params"}
 
 
 def _copy(value):

@@ -22,6 +22,22 @@ def shard_range(numel, size, rank):
     return start, start + base + (1 if rank < extra else 0)
 
 
+def options_of(group):
+    """A parameter group's options (lr, betas, ...): all but its "params"."""
+    return {k: v for k, v in group.items() if k != "params"}
+
+
+def numbered_groups(param_groups):
+    """The parameter groups as torch's state_dict() writes them: each
+    group's options, and its parameters numbered across the groups."""
+    groups, start = [], 0
+    for group in param_groups:
+        groups.append(dict(options_of(group),
+                           params=list(range(start, start + len(group["params"])))))
+        start += len(group["params"])
+    return groups
+
+
 def is_per_element(value, shard):
     """Whether an optimizer's state value of the 1-D `shard` is per element
     (its shape) rather than a scalar (0-d tensor or Python number)."""

@@ -9,6 +9,7 @@ from horovodcpp.torch.elastic.sampler import ElasticSampler
 from horovodcpp.torch.functions import (
     broadcast_object, broadcast_optimizer_state, broadcast_parameters)
 from horovodcpp.torch.sharded_optimizer import ShardedOptimizer
+from horovodcpp.torch.sharded_state import numbered_groups
 
 
 class TorchState(ObjectState):
@@ -106,7 +107,7 @@ class ShardedOptimizerStateHandler(StateHandler):
 
     def _load(self, whole):
         if whole is None:
-            whole = {"state": {}, "param_groups": self.value._numbered_groups()}
+            whole = {"state": {}, "param_groups": numbered_groups(self.value.param_groups)}
         self.value.load_state_dict(whole)
 
     def set_value(self, value):

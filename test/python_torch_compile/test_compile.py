@@ -142,6 +142,31 @@ def test_compiled_model_trains_with_the_ranks_mean(passes, overlap):
                 q.copy_(p)
 
 
+@pytest.mark.parametrize("recompute", [False, True], ids=["saved", "recomputed"])
+def test_compile_backend_parts_save_what_their_backward_reads(recompute, monkeypatch):
+    """With inductor, compile_backend() partitions each part with AOTAutograd's
+    default partitioner (nothing recomputed), recompute=True with
+    inductor's; the gradients are eager's either way."""
+    if not hasattr(torch._inductor.config, "custom_partitioner_fn"):
+        pytest.skip("this PyTorch's inductor takes no custom partitioner")
+    import torch._functorch.partitioners as partitioners
+    calls = []
+    default_partition = partitioners.default_partition
+    monkeypatch.setattr(partitioners, "default_partition",
+                        lambda *a, **k: calls.append(1) or default_partition(*a, **k))
+    torch._dynamo.reset()
+    model, reference = make_model(), make_model()
+    compiled = torch.compile(model, backend=hvd.compile_backend(bucket_cap_mb=0.01,
+                                                                recompute=recompute))
+    x, y = batch(0)
+    torch.nn.functional.mse_loss(compiled(x), y).backward()
+    torch.nn.functional.mse_loss(reference(x), y).backward()
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-6, msg=name)
+    assert (len(calls) > 1) != recompute, "{} parts partitioned by default_partition".format(
+        len(calls))
+
+
 # -- overlap ---------------------------------------------------------------------------
 @torch.library.custom_op("horovodcpp_test::backward_marker", mutates_args=())
 def backward_marker(x: torch.Tensor) -> torch.Tensor:

@@ -120,14 +120,26 @@ TEST_F(RunAloneTest, ARepeatedBarrierCompletesInItsCycle) {
 }
 
 TEST_F(RunAloneTest, NotRunWhileAnotherTensorIsInFlight) {
-  std::vector<float> other = {1}, in = {1}, out = {0};
+  std::vector<float> first = {1}, second = {2}, in = {1}, out = {0};
   const TensorView in_view = view(in), out_view = view(out);
-  TensorEntry entry = allreduce_entry(queue_, "other", other);
+  // One member of a group of two: no cycle releases it before the other
+  // member comes, so it stays in flight whenever the coordinator runs.
+  auto member = [&](int index, std::vector<float>& data) {
+    TensorEntry entry = allreduce_entry(queue_, "group." + std::to_string(index), data);
+    entry.request.group_id = "group";
+    entry.request.group_size = 2;
+    return entry;
+  };
+  TensorEntry entry = member(0, first);
   Work pending(entry.work);
-  queue_.push(std::move(entry));  // waits for the hourly cycle: still in flight
+  queue_.push(std::move(entry));
   AloneCall c = call(in_view, out_view);
   EXPECT_FALSE(coordinator_->run_alone(c));
   EXPECT_EQ(c.request.name, "loss");  // untouched: the caller submits it as usual
+  TensorEntry rest = member(1, second);
+  Work completing(rest.work);
+  queue_.push(std::move(rest));
+  EXPECT_NO_THROW(completing.wait(std::chrono::milliseconds(10000)));
   EXPECT_NO_THROW(pending.wait(std::chrono::milliseconds(10000)));
 }
 

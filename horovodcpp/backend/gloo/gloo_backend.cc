@@ -44,6 +44,7 @@ BackendCapabilities GlooBackend::capabilities() const {
   BackendCapabilities capabilities;
   capabilities.half_reduction_in_float32 = false;
   capabilities.half_as_16bit_shares = true;  // its bytes may cross hosts
+  capabilities.waits_on_network = true;
   return capabilities;
 }
 

@@ -39,6 +39,7 @@ BackendCapabilities MpiBackend::capabilities() const {
   BackendCapabilities capabilities;
   capabilities.half_reduction_in_float32 = false;
   capabilities.half_as_16bit_shares = true;  // its bytes may cross hosts
+  capabilities.waits_on_network = true;
   capabilities.reducescatter_keeps_input = true;  // MPI_Ireduce(_scatter) only read it
   return capabilities;
 }

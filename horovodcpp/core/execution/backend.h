@@ -20,6 +20,10 @@ struct BackendCapabilities {
   // and more as 16-bit shares (half_shares.h), half the bytes of widening
   // them to float32.
   bool half_as_16bit_shares = false;
+  // True where the backend's transfers wait on a network (MPI, Gloo): a
+  // large fused allreduce then runs a chunk at a time, the fusion buffer's
+  // copies overlapping the transfers (fusion_pipeline.h).
+  bool waits_on_network = false;
   // True for device backends (NCCL): buffers are device memory and each
   // call returns once its work is queued on the backend's CUDA stream, not
   // when it has completed.

@@ -168,6 +168,10 @@ void CpuCollectives::allreduce(const std::vector<const TensorEntry*>& group) {
   const std::size_t element_size = dtype_size(dtype);
   fusion_buffer_.grow_discarding(total * element_size);
   unsigned char* buffer = fusion_buffer_.data();
+  if (op != ReduceOp::kAdasum && !as_half_shares(dtype, op, total) &&
+      backend_.capabilities().waits_on_network && FusionPipeline::worth_it(total * element_size)) {
+    return allreduce_pipelined(group, buffer, op, divisor);
+  }
   const auto t0 = ExecutionTrace::now_if(traced);
   std::size_t offset = 0;
   for (const TensorEntry* entry : group) {
@@ -185,6 +189,61 @@ void CpuCollectives::allreduce(const std::vector<const TensorEntry*>& group) {
     offset += n * element_size;
   }
   if (traced) trace_fused(group, t0, t1, t2);
+}
+
+namespace {
+
+// fn(entry, byte offset in the entry, byte offset in the buffer, bytes) for
+// each tensor's part of the packed bytes [begin, end) of `group`.
+template <typename Fn>
+void for_each_part(const std::vector<const TensorEntry*>& group, std::size_t element_size,
+                   std::size_t begin, std::size_t end, Fn fn) {
+  std::size_t offset = 0;
+  for (const TensorEntry* entry : group) {
+    if (offset >= end) return;
+    const std::size_t bytes = entry->input.num_elements() * element_size;
+    const std::size_t from = std::max(begin, offset);
+    const std::size_t to = std::min(end, offset + bytes);
+    if (from < to) fn(*entry, from - offset, from, to - from);
+    offset += bytes;
+  }
+}
+
+}  // namespace
+
+void CpuCollectives::allreduce_pipelined(const std::vector<const TensorEntry*>& group,
+                                         unsigned char* buffer, ReduceOp op, double divisor) {
+  const Request& request = group.front()->request;
+  const DataType dtype = request.dtype;
+  const std::size_t element_size = dtype_size(dtype);
+  std::size_t total = 0;
+  for (const TensorEntry* entry : group) total += entry->input.num_elements();
+  const bool traced = trace_.active();
+  const auto t0 = TimelineClock::now();
+  const auto copy_in = [&](std::size_t begin, std::size_t end) {
+    for_each_part(group, element_size, begin, end,
+                  [&](const TensorEntry& entry, std::size_t at, std::size_t to, std::size_t bytes) {
+                    scale_copy(dtype, static_cast<const unsigned char*>(entry.input.data) + at,
+                               buffer + to, bytes / element_size, 1.0, request.prescale_factor);
+                  });
+  };
+  const auto reduce = [&](std::size_t begin, std::size_t end) {
+    backend_.allreduce(buffer + begin, (end - begin) / element_size, dtype, op);
+  };
+  const auto copy_out = [&](std::size_t begin, std::size_t end) {
+    for_each_part(group, element_size, begin, end,
+                  [&](const TensorEntry& entry, std::size_t at, std::size_t from,
+                      std::size_t bytes) {
+                    scale_copy(dtype, buffer + from,
+                               static_cast<unsigned char*>(entry.output.data) + at,
+                               bytes / element_size, divisor, request.postscale_factor);
+                  });
+  };
+  const FusionPipeline::Times times = pipeline_.run(total * element_size, copy_in, reduce,
+                                                    copy_out);
+  // The copies that were not hidden: before the first chunk's reduction and
+  // after the last one's.
+  if (traced) trace_fused(group, t0, times.first_copied_in, times.last_reduced);
 }
 
 Tensor CpuCollectives::allgather(const TensorEntry& entry, const ResultPlan& plan) {

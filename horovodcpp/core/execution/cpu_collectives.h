@@ -2,7 +2,9 @@
 // Backend (CPU tensors, or staged host copies of CUDA tensors), with
 // scaling and Average around it, float16/bfloat16 reduced in float32 where
 // the backend does not (widened, or as 16-bit shares where bytes cross a
-// network: half_shares.h), and the fusion buffer for a fused allreduce group.
+// network: half_shares.h), and the fusion buffer for a fused allreduce group
+// (filled and emptied while the transfers run where they cross a network:
+// fusion_pipeline.h).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include "core/execution/aligned_buffer.h"
 #include "core/execution/backend.h"
 #include "core/execution/execution_trace.h"
+#include "core/execution/fusion_pipeline.h"
 #include "core/execution/result_plan.h"
 #include "core/negotiation/controller.h"
 #include "core/negotiation/message.h"
@@ -42,6 +45,10 @@ class CpuCollectives {
   // One allreduce through the backend for the whole group (same dtype, op
   // and scale factors): packed into the fusion buffer when it has several.
   void allreduce(const std::vector<const TensorEntry*>& group);
+  // The same with the copies in and out overlapping the backend's
+  // transfers, a chunk at a time (fusion_pipeline.h).
+  void allreduce_pipelined(const std::vector<const TensorEntry*>& group, unsigned char* buffer,
+                           ReduceOp op, double divisor);
   // The reduction itself on the group's elements packed in `buffer`: the
   // backend's allreduce, or Adasum with coefficients per tensor.
   void reduce_packed(const std::vector<const TensorEntry*>& group, void* buffer, DataType dtype,
@@ -58,6 +65,7 @@ class CpuCollectives {
   const ExecutionTrace& trace_;
   AdasumReducer adasum_;
   AlignedBuffer fusion_buffer_;  // grows to the threshold; reused
+  FusionPipeline pipeline_;      // its helper thread starts on first use
   std::vector<float> staging_;   // float16/bfloat16 accumulate here; reused across calls
   std::vector<unsigned char> shares_;  // every rank's 16-bit shares of this rank's slice
 };

@@ -304,7 +304,7 @@ if AVAILABLE:
         if tensor.data_ptr() != output.data_ptr():
             tensor.copy_(output)
 
-def compile_backend(backend="inductor", bucket_cap_mb=25.0):
+def compile_backend(backend="inductor", bucket_cap_mb=25.0, recompute=False):
     """A torch.compile backend for models trained with DistributedOptimizer:
     torch.compile(model, backend=hvd.compile_backend()). A compiled model's
     backward is one autograd node, so every gradient becomes final, and its
@@ -312,13 +312,51 @@ def compile_backend(backend="inductor", bucket_cap_mb=25.0):
     graph where the parameters' gradient bytes fill a bucket (torch's
     DDPOptimizer, which DDP uses for the same reason) and compiles each part
     with `backend`: a bucket's gradients are final when its part's backward
-    ends, and their allreduces run while the earlier layers' backward does."""
+    ends, and their allreduces run while the earlier layers' backward does.
+
+    recompute=False (inductor only): each part saves for its backward what
+    the backward reads, nothing recomputed. Inductor's own partitioner
+    (recompute=True) sees a part's output, which the next part saves anyway,
+    as one more tensor to save and saves a byte mask in its place: a
+    recomputation and a slow mask store at every split (a third of the
+    forward's time in bench/compiled_bench.py's MLP), for less memory."""
     from torch._dynamo.backends.distributed import DDPOptimizer
     compile_fn = torch._dynamo.lookup_backend(backend) if isinstance(backend, str) else backend
+    if backend == "inductor" and not recompute:
+        compile_fn = _without_recomputation(compile_fn)
     cap = max(1, int(bucket_cap_mb * 1024 * 1024))
     first = min(cap, getattr(torch.distributed, "_DEFAULT_FIRST_BUCKET_BYTES", cap))
     return DDPOptimizer(bucket_bytes_cap=cap, backend_compile_fn=compile_fn,
                         first_bucket_cap=first).compile_fn
+
+
+def _without_recomputation(compile_fn):
+    """`compile_fn` (inductor) partitioning each graph with AOTAutograd's
+    default partitioner; as it is where inductor takes no custom partitioner
+    (older PyTorch)."""
+    config = torch._inductor.config
+    if not hasattr(config, "custom_partitioner_fn"):
+        return compile_fn
+    from torch._functorch.partitioners import default_partition
+    from torch._inductor.custom_graph_pass import CustomPartitionerFn
+
+    class SavedNotRecomputed(CustomPartitionerFn):
+        def __call__(self, gm, joint_inputs, **kwargs):
+            return default_partition(gm, joint_inputs, num_fwd_outputs=kwargs["num_fwd_outputs"],
+                                     static_lifetime_input_indices=kwargs.get(
+                                         "static_lifetime_input_indices"))
+
+        def uuid(self):
+            return "horovodcpp.default_partition"
+
+    partitioner = SavedNotRecomputed()
+
+    def compile_part(gm, example_inputs):
+        # The forward's compilation partitions the joint graph: the
+        # backward, compiled later, is already cut.
+        with config.patch(custom_partitioner_fn=partitioner):
+            return compile_fn(gm, example_inputs)
+    return compile_part
 
 
 compiling.OPS = sys.modules[__name__]

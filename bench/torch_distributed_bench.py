@@ -31,7 +31,7 @@ import torch.distributed as dist
 import horovodcpp.torch as hvd
 import horovodcpp.torch.distributed  # noqa: F401  (registers the backend)
 from horovodcpp import _core
-from horovodcpp.torch.mpi_ops import _core_tensor
+from horovodcpp.torch.core_ops import _core_tensor
 
 MIB = 1 << 20
 

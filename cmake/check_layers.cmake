@@ -13,7 +13,7 @@ endif()
 set(layers base settings store core gpu backend registry api)
 string(REPLACE ";" " < " layer_order "${layers}")
 # core/'s folders, bottom to top.
-set(core_parts diagnostics negotiation process_sets execution device runtime)
+set(core_parts diagnostics tuning negotiation process_sets execution device runtime)
 string(REPLACE ";" " < " core_order "${core_parts}")
 
 function(layer_of path out_layer out_part)

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/diagnostics/autotuner.h"
+#include "core/tuning/autotuner.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {

@@ -17,7 +17,7 @@
 #include <optional>
 #include <thread>
 
-#include "core/diagnostics/autotuner.h"
+#include "core/tuning/autotuner.h"
 #include "core/execution/backend.h"
 #include "core/negotiation/cache_negotiation.h"
 #include "core/runtime/collective_executor.h"

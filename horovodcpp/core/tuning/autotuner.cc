@@ -1,4 +1,4 @@
-#include "core/diagnostics/autotuner.h"
+#include "core/tuning/autotuner.h"
 
 #include <algorithm>
 #include <exception>

@@ -14,7 +14,7 @@
 #include "backend/mpi/mpi_process_set_channel.h"
 #endif
 #if HVD_HAVE_SHM
-#include "backend/shm/host_staged_backend.h"
+#include "backend/shm/two_level_backend.h"
 #include "backend/shm/shm_backend.h"
 #include "backend/shm/shm_controller.h"
 #endif

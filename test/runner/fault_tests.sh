@@ -13,7 +13,7 @@
 #             survivors fail by themselves, naming rank 2, within 10 s (the
 #             roll call of a kill that lands in the negotiation takes 2 s)
 #   staged survivors  (Gloo, without hvdrun) the same across two hosts of
-#             two ranks (host-staged allreduce): a SIGKILLed rank makes the
+#             two ranks (two-level allreduce): a SIGKILLed rank makes the
 #             three others fail within 10 s; again with survivors that stay
 #             alive after their error
 #   LOOP stop / LOOP kill  a 3-rank training loop runs under hvdrun
@@ -294,7 +294,7 @@ shm_survivors() {
   fi
 }
 
-# Two hosts of two ranks, 127.0.0.1 and 127.0.0.2 (host-staged allreduce).
+# Two hosts of two ranks, 127.0.0.1 and 127.0.0.2 (two-level allreduce).
 two_host_place() {
   echo "HOROVODCPP_RANK=$1 HOROVODCPP_SIZE=4 HOROVODCPP_LOCAL_RANK=$(($1 % 2))" \
     "HOROVODCPP_LOCAL_SIZE=2 HOROVODCPP_CROSS_RANK=$(($1 / 2)) HOROVODCPP_CROSS_SIZE=2" \
@@ -319,7 +319,7 @@ staged_survivors() {  # [linger_ms]
     grep -q "fault_worker: shm " "$WORK/$name-0.log" && break
     echo "note: $case: the kill landed outside the allreduce (attempt $attempt)"
   done
-  grep -q "shm+gloo: 2 hosts" "$WORK/$name.log" || WHY+="the host-staged backend was not used; "
+  grep -q "shm+gloo: 2 hosts" "$WORK/$name.log" || WHY+="the two-level backend was not used; "
   grep -q "rank 1 .*died" "$WORK/$name-0.log" ||
     WHY+="rank 0's error does not say that its host peer rank 1 died; "
   grep -q "fault_worker: .*Gloo .*rank 1 stopped answering" "$WORK/$name-3.log" ||

@@ -5,7 +5,7 @@
 # remote shell that maps an address to its namespace (`ip netns exec`).
 #   allreduce  -np 4 -H 10.203.0.1:2,10.203.0.2:2: every rank prints the
 #              right sum, ranks 2-3 really ran in the second namespace, on
-#              the host-staged backend (shared memory inside each host)
+#              the two-level backend (shared memory inside each host)
 #   fault      a rank on the second host exits 1: hvdrun fails within 10 s
 #              and no process of the job is left in either namespace
 #   float16    -np 2, one rank per namespace: allreduces of 8 MiB of float16
@@ -84,7 +84,7 @@ rc=$?
 why=""
 [ "$rc" -ne 0 ] && why+="hvdrun exited $rc; "
 # Two ranks per namespace: shared memory inside each, Gloo between them.
-grep -q "shm+gloo: 2 hosts" "$log" || why+="the host-staged backend (shm+gloo) was not used; "
+grep -q "shm+gloo: 2 hosts" "$log" || why+="the two-level backend (shm+gloo) was not used; "
 for r in 0 1 2 3; do
   if [ "$r" -lt 2 ]; then host=$ADDR_A netns=$NETNS_A; else host=$ADDR_B netns=$NETNS_B; fi
   if ! grep -qF "[$r]<stdout>: fault_worker rank $r of 4 host $host result 10 ok netns $netns" \
@@ -142,7 +142,7 @@ if [ -n "$COLLECTIVE_TESTS" ]; then
   rc=$?
   why=""
   [ "$rc" -ne 0 ] && why+="hvdrun exited $rc; "
-  grep -q "shm+mpi: 2 hosts" "$log" || why+="the host-staged backend (shm+mpi) was not used; "
+  grep -q "shm+mpi: 2 hosts" "$log" || why+="the two-level backend (shm+mpi) was not used; "
   for r in 0 1 2 3; do
     if [ "$r" -lt 2 ]; then netns=$NETNS_A; else netns=$NETNS_B; fi
     grep -F "fault_worker rank $r of 4 host " "$log" | grep -qF " result 10 ok netns $netns" ||

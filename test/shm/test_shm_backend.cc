@@ -295,7 +295,7 @@ TEST(ShmBackendTest, MixedSequence) {
 // must be gone from /dev/shm. Run by single-rank jobs only: the ranks of a
 // larger job would wait for rank 0 meanwhile, against their own timeouts.
 // "kill_mid_named": the ranks are named 10, 11, 12 (ShmBackend::name_ranks,
-// as the host-staged backend names the job's ranks): a death names 12.
+// as the two-level backend names the job's ranks): a death names 12.
 
 constexpr int kFaultRanks = 3;
 constexpr int kVictim = kFaultRanks - 1;

@@ -1,4 +1,4 @@
-// host_layout: the hosts of a job from a key per rank, as the host-staged
+// host_layout: the hosts of a job from a key per rank, as the two-level
 // backend groups them (core/process_sets/host_layout.h).
 #include <gtest/gtest.h>
 

@@ -73,7 +73,7 @@ class ShmBackend : public ForwardingBackend {
   void abandon(const std::string& reason);
 
   // What its errors call the ranks: job_ranks[r] for the controller's rank
-  // r (by default r itself). The host-staged backend, whose segment is one
+  // r (by default r itself). The two-level backend, whose segment is one
   // host's, names the job's ranks.
   void name_ranks(std::vector<int> job_ranks) {
     if (pipeline_) pipeline_->name_ranks(std::move(job_ranks));

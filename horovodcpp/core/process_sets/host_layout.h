@@ -1,5 +1,5 @@
 // The hosts of a job, for the backends that split it into per-host and
-// cross-host sub-transports (the host-staged CPU backend, NCCL's
+// cross-host sub-transports (the two-level CPU backend, NCCL's
 // hierarchical allreduce).
 #pragma once
 

@@ -9,7 +9,7 @@ namespace hvd {
 // The first id of each range; a range counts down from it (first - index).
 // kInternalSetRange ids each: more hosts, or ranks per host, than any job has.
 constexpr int kInternalSetRange = 100000;
-constexpr int kShmHostSetId = -1;        // - h: the ranks of host h (host-staged CPU backend)
+constexpr int kShmHostSetId = -1;        // - h: the ranks of host h (two-level CPU backend)
 constexpr int kShmCrossSetId = -100001;  // - l: the l-th rank of every host (likewise)
 constexpr int kGpuHostSetId = -200001;   // - h: the ranks of host h (NCCL hierarchical allreduce)
 constexpr int kGpuCrossSetId = -300001;  // - l: the l-th rank of every host (likewise)

@@ -1,4 +1,4 @@
-// HostStagedBackend: shared memory as the local stage of a job that spans
+// TwoLevelBackend: shared memory as the local stage of a job that spans
 // hosts. Allreduce runs in three stages: inside each host through shared
 // memory (a ShmBackend over the host's ranks), between hosts over the
 // transport (MPI or Gloo), and inside the host again. It decorates the
@@ -25,11 +25,11 @@
 
 namespace hvd {
 
-class HostStagedBackend : public ForwardingBackend {
+class TwoLevelBackend : public ForwardingBackend {
  public:
   // Collective over every rank of the job (same arguments everywhere):
   // creates the sub-transports through `channel` and the host's segment.
-  HostStagedBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
+  TwoLevelBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
                     const HostLayout& layout);
 
   // "shm+mpi", "shm+gloo".
@@ -67,7 +67,7 @@ class HostStagedBackend : public ForwardingBackend {
 };
 
 // The transport hook for jobs on several hosts: wraps `backend` in a
-// HostStagedBackend when some host has several ranks and HOROVODCPP_SHM is
+// TwoLevelBackend when some host has several ranks and HOROVODCPP_SHM is
 // not 0 on rank 0. Collective over `controller` and `channel` (all ranks).
 std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend, Controller& controller,
                                            ProcessSetChannel& channel);

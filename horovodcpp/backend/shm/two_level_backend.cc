@@ -1,4 +1,4 @@
-#include "backend/shm/host_staged_backend.h"
+#include "backend/shm/two_level_backend.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -12,13 +12,13 @@
 
 namespace hvd {
 
-HostStagedBackend::HostStagedBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
+TwoLevelBackend::TwoLevelBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
                                      const HostLayout& layout)
     : ForwardingBackend(std::move(inner)),
       even_(layout.even()),
       rank_(layout.hosts[layout.host][layout.local]),
       local_(layout.local) {
-  HVD_CHECK(inner_ != nullptr, InvalidArgument, "HostStagedBackend needs an inner backend");
+  HVD_CHECK(inner_ != nullptr, InvalidArgument, "TwoLevelBackend needs an inner backend");
   name_ = std::string("shm+") + inner_->name();
   // Every rank creates every sub-transport in the same order (the channel's
   // calls are collective); the segments are set up afterwards, per host.
@@ -43,20 +43,20 @@ HostStagedBackend::HostStagedBackend(std::unique_ptr<Backend> inner, ProcessSetC
   }
 }
 
-BackendCapabilities HostStagedBackend::capabilities() const {
+BackendCapabilities TwoLevelBackend::capabilities() const {
   BackendCapabilities capabilities;
   capabilities.half_reduction_in_float32 = false;
   return capabilities;
 }
 
-void HostStagedBackend::allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
+void TwoLevelBackend::allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
   HVD_CHECK(op == ReduceOp::kSum || op == ReduceOp::kMin || op == ReduceOp::kMax ||
                 op == ReduceOp::kProduct,
             InvalidArgument,
-            "the host-staged backend reduces with Sum, Min, Max or Product, not op "
+            "the two-level backend reduces with Sum, Min, Max or Product, not op "
                 << static_cast<int>(op));
   HVD_CHECK(!broken_, RankFailure,
-            "host-staged allreduce: an earlier one failed; the ranks are no longer in step");
+            "two-level allreduce: an earlier one failed; the ranks are no longer in step");
   if (count == 0) return;
   try {
     run_stages(buffer, count, dtype, op);
@@ -69,14 +69,14 @@ void HostStagedBackend::allreduce(void* buffer, std::size_t count, DataType dtyp
     broken_ = true;
     if (host_) {
       host_->abandon("(rank " + std::to_string(rank_) +
-                     " of the job) its host-staged allreduce failed: " + e.what());
+                     " of the job) its two-level allreduce failed: " + e.what());
     }
     const auto* failure = dynamic_cast<const RankFailure*>(&e);
     const std::vector<int> blamed = failure ? failure->ranks() : std::vector<int>{};
     for (Controller* stage : {host_controller_.get(), cross_.controller.get()}) {
       if (stage == nullptr) continue;
       try {
-        stage->give_up("host-staged allreduce", e.what(), blamed, /*listen=*/false);
+        stage->give_up("two-level allreduce", e.what(), blamed, /*listen=*/false);
       } catch (const Error&) {
         // That stage's verdict; the error to report is `e`.
       }
@@ -86,7 +86,7 @@ void HostStagedBackend::allreduce(void* buffer, std::size_t count, DataType dtyp
   }
 }
 
-void HostStagedBackend::run_stages(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
+void TwoLevelBackend::run_stages(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
   if (!even_) {
     if (host_) host_->allreduce(buffer, count, dtype, op);
     if (cross_.backend) cross_.backend->allreduce(buffer, count, dtype, op);
@@ -120,13 +120,13 @@ std::unique_ptr<Backend> maybe_stage_hosts(std::unique_ptr<Backend> backend, Con
                                                "shared memory is not used inside hosts");
   if (!able || layout.hosts.size() < 2 || largest < 2) return backend;
 
-  auto staged = std::make_unique<HostStagedBackend>(std::move(backend), channel, layout);
+  auto two_level = std::make_unique<TwoLevelBackend>(std::move(backend), channel, layout);
   if (topology.rank == 0) {
-    HVD_LOG(Info) << staged->name() << ": " << layout.hosts.size() << " hosts ("
+    HVD_LOG(Info) << two_level->name() << ": " << layout.hosts.size() << " hosts ("
                   << (layout.even() ? "even" : "uneven")
                   << "); allreduce through shared memory inside each host";
   }
-  return staged;
+  return two_level;
 }
 
 }  // namespace hvd

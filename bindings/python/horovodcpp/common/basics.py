@@ -24,6 +24,19 @@ local_rank = _core.local_rank
 cross_size = _core.cross_size
 cross_rank = _core.cross_rank
 
+# What every front end and its mpi_ops module re-export (`from
+# horovodcpp.common.basics import *`), as Horovod's do from its basics.
+__all__ = [
+    "Adasum", "Average", "Max", "Min", "Product", "Sum",
+    "BackendError", "HorovodInternalError", "HorovodTimeoutError", "InvalidArgumentError",
+    "MismatchError", "RankFailureError",
+    "init", "shutdown", "is_initialized", "is_homogeneous",
+    "size", "rank", "local_size", "local_rank", "cross_size", "cross_rank",
+    "mpi_built", "mpi_enabled", "mpi_threads_supported", "gloo_built", "gloo_enabled",
+    "nccl_built", "cuda_built", "rocm_built", "ddl_built", "ccl_built",
+    "start_timeline", "stop_timeline", "dump_flight_recorder",
+]
+
 _state = {"atexit": False}
 
 

@@ -12,6 +12,9 @@ core runs each set on its own communicators and background thread."""
 from horovodcpp import _core
 
 
+__all__ = ["ProcessSet", "add_process_set", "global_process_set", "remove_process_set"]
+
+
 def is_mpi_comm(obj):
     """Whether `obj` is an mpi4py communicator."""
     return type(obj).__module__.startswith("mpi4py") and hasattr(obj, "Get_group")

@@ -21,14 +21,8 @@ DistributedGradientTape. Differences from Horovod: see docs/tensorflow.md.
 # TensorFlow before horovodcpp._core, for the reason given in
 # horovodcpp/torch/__init__.py (tensorflow[and-cuda] bundles NCCL too).
 import tensorflow  # noqa: F401
-from horovodcpp.common.basics import (  # noqa: F401
-    Adasum, Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
-    Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cross_rank, cross_size,
-    cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized,
-    local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
-    rocm_built, shutdown, size, start_timeline, stop_timeline, dump_flight_recorder)
-from horovodcpp.common.process_sets import (  # noqa: F401
-    ProcessSet, add_process_set, global_process_set, remove_process_set)
+from horovodcpp.common.basics import *  # noqa: F401,F403  (basics.__all__)
+from horovodcpp.common.process_sets import *  # noqa: F401,F403  (ProcessSet, add_process_set, ...)
 from horovodcpp.common.util import check_extension, split_list  # noqa: F401
 from horovodcpp.common.util import num_rank_is_power_2 as check_num_rank_power_of_2  # noqa: F401
 from horovodcpp.common.util import resolve_op as handle_average_backwards_compatibility  # noqa

@@ -6,13 +6,8 @@ horovod.tensorflow has them (differentiable, `name` optional,
 are in kernels.py.
 """
 from horovodcpp import _core
-from horovodcpp.common.basics import (  # noqa: F401
-    Adasum, Average, Max, Min, Product, Sum, ccl_built, cross_rank, cross_size, cuda_built,
-    ddl_built, gloo_built, gloo_enabled, init, is_homogeneous, is_initialized, local_rank,
-    local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank, rocm_built,
-    shutdown, size, start_timeline, stop_timeline)
-from horovodcpp.common.process_sets import (  # noqa: F401
-    ProcessSet, add_process_set, global_process_set, remove_process_set)
+from horovodcpp.common.basics import *  # noqa: F401,F403  (basics.__all__)
+from horovodcpp.common.process_sets import *  # noqa: F401,F403  (ProcessSet, add_process_set, ...)
 from horovodcpp.common.util import (  # noqa: F401
     check_installed_version, get_average_backwards_compatibility_fun, get_ext_suffix,
     num_rank_is_power_2)

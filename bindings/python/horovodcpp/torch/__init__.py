@@ -14,17 +14,12 @@ init(comm=...) with a subset of the launched ranks (NotImplementedError).
 # to, instead of an older system copy under the same name that torch cannot
 # use ("libtorch_cuda.so: undefined symbol: ncclCommResume").
 import torch  # noqa: F401
-from horovodcpp.common.basics import (  # noqa: F401
-    Adasum, Average, BackendError, HorovodInternalError, HorovodTimeoutError, InvalidArgumentError, Max,
-    Min, MismatchError, Product, RankFailureError, Sum, ccl_built, cuda_built, ddl_built,
-    gloo_built, gloo_enabled, init, is_homogeneous, is_initialized, mpi_built, mpi_enabled,
-    dump_flight_recorder, mpi_threads_supported, nccl_built, rocm_built, shutdown, start_timeline,
-    stop_timeline)
-# rank(), size(), ...: constants of a torch.compile graph (compiling.py).
+from horovodcpp.common.basics import *  # noqa: F401,F403  (basics.__all__)
+from horovodcpp.common.process_sets import *  # noqa: F401,F403  (ProcessSet, add_process_set, ...)
+# rank(), size(), ... in place of the basics': constants of a torch.compile
+# graph (compiling.py).
 from horovodcpp.torch.compiling import (  # noqa: F401
     cross_rank, cross_size, local_rank, local_size, rank, size)
-from horovodcpp.common.process_sets import (  # noqa: F401
-    ProcessSet, add_process_set, global_process_set, remove_process_set)
 from horovodcpp.common.util import check_extension  # noqa: F401
 from horovodcpp.torch import compiling, elastic  # noqa: F401  (hvd.elastic.run, TorchState, ...)
 from horovodcpp.torch.autograd_ops import (  # noqa: F401

@@ -4,13 +4,8 @@ job's basics, process sets, compression, the differentiable collectives
 (autograd_ops.py) and the asynchronous and in-place ones (core_ops.py).
 """
 from horovodcpp import _core
-from horovodcpp.common.basics import (  # noqa: F401
-    Adasum, Average, HorovodInternalError, Max, Min, Product, Sum, ccl_built, cross_rank,
-    cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled, init, is_homogeneous,
-    is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported,
-    nccl_built, rank, rocm_built, shutdown, size, start_timeline, stop_timeline)
-from horovodcpp.common.process_sets import (  # noqa: F401
-    ProcessSet, add_process_set, global_process_set, remove_process_set)
+from horovodcpp.common.basics import *  # noqa: F401,F403  (basics.__all__)
+from horovodcpp.common.process_sets import *  # noqa: F401,F403  (ProcessSet, add_process_set, ...)
 from horovodcpp.common.util import (  # noqa: F401
     check_installed_version, get_average_backwards_compatibility_fun, num_rank_is_power_2)
 from horovodcpp.common.util import resolve_op as handle_average_backwards_compatibility  # noqa

@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "backend/shm/shm_controller.h"
-#include "backend/tcp/tcp_controller.h"
+#include "backend/gloo/tcp_controller.h"
 #include "base/descriptor_limit.h"
 #include "core/execution/backend.h"
 #include "core/runtime/coordinator.h"

@@ -1,7 +1,7 @@
 // hvdrun -cb: horovodrun --check-build's layout, filled with this build.
 #include <gtest/gtest.h>
 
-#include "runner/check_build.h"
+#include "runner/cli/check_build.h"
 
 namespace hvdrun {
 namespace {

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runner/elastic_driver.h"
+#include "runner/elastic/elastic_driver.h"
 #include "store/elastic_round.h"
 #include "store/file_store.h"
 #include "usage_message.h"

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "runner/flight_recorder_analysis.h"
+#include "runner/ranks/flight_recorder_analysis.h"
 
 namespace hvdrun {
 namespace {

@@ -4,7 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "runner/gloo_launcher.h"
+#include "runner/launch/gloo_launcher.h"
 
 namespace hvdrun {
 namespace {

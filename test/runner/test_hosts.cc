@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/hosts.h"
-#include "runner/options.h"
+#include "runner/placement/hosts.h"
+#include "runner/cli/options.h"
 #include "usage_message.h"
 
 namespace hvdrun {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "runner/environment.h"
-#include "runner/mpi_command.h"
-#include "runner/options.h"
+#include "runner/placement/environment.h"
+#include "runner/launch/mpi_command.h"
+#include "runner/cli/options.h"
 #include "usage_message.h"
 
 namespace hvdrun {

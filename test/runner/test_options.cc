@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/flags.h"
-#include "runner/options.h"
+#include "runner/cli/flags.h"
+#include "runner/cli/options.h"
 #include "settings/settings.h"
 
 namespace hvdrun {

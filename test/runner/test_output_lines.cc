@@ -1,4 +1,4 @@
-#include "runner/output_lines.h"
+#include "runner/ranks/output_lines.h"
 
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "runner/process_group.h"
+#include "runner/ranks/process_group.h"
 
 namespace hvdrun {
 namespace {

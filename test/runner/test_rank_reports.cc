@@ -2,8 +2,8 @@
 // named in its output.
 #include <gtest/gtest.h>
 
-#include "runner/mpirun_output.h"
-#include "runner/rank_reports.h"
+#include "runner/launch/mpirun_output.h"
+#include "runner/ranks/rank_reports.h"
 
 namespace hvdrun {
 namespace {

@@ -2,7 +2,7 @@
 // and one clear error for the YAML it does not read.
 #include <gtest/gtest.h>
 
-#include "runner/yaml_subset.h"
+#include "runner/cli/yaml_subset.h"
 #include "usage_message.h"
 
 namespace hvdrun {

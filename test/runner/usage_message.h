@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "runner/options.h"
+#include "runner/cli/options.h"
 
 namespace hvdrun {
 

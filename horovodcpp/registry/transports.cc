@@ -23,7 +23,7 @@
 #include "backend/gloo/gloo_context.h"
 #include "backend/gloo/gloo_controller.h"
 #include "backend/gloo/gloo_process_set_channel.h"
-#include "backend/tcp/tcp_controller.h"
+#include "backend/gloo/tcp_controller.h"
 #endif
 
 namespace hvd {

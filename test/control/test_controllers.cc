@@ -28,7 +28,7 @@
 #include "backend/gloo/gloo_context.h"
 #include "backend/gloo/gloo_controller.h"
 #include "backend/shm/shm_controller.h"
-#include "backend/tcp/tcp_controller.h"
+#include "backend/gloo/tcp_controller.h"
 #include "../harness/backend_conformance.h"
 #include "core/negotiation/layered_controller.h"
 #include "../harness/fault_subjob.h"

@@ -1,4 +1,4 @@
-#include "backend/tcp/tcp_controller.h"
+#include "backend/gloo/tcp_controller.h"
 
 #include <netdb.h>
 #include <netinet/in.h>

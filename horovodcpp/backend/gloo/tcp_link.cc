@@ -1,4 +1,4 @@
-#include "backend/tcp/tcp_link.h"
+#include "backend/gloo/tcp_link.h"
 
 #include <poll.h>
 #include <sys/socket.h>

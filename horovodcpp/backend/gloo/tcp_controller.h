@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/tcp/tcp_link.h"
+#include "backend/gloo/tcp_link.h"
 #include "core/negotiation/controller.h"
 
 namespace hvd {

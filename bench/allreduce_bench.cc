@@ -121,7 +121,6 @@ int env_rank() {
   std::exit(exit_code);
 }
 
-
 bool parse_int(const std::string& text, int* out) {
   char* end = nullptr;
   const long value = std::strtol(text.c_str(), &end, 10);
@@ -210,14 +209,20 @@ Options parse_options(int argc, char** argv, int rank) {
       options.auto_iters = value == "on";
     } else if (arg == "--mpi-baseline") {
       using B = Options::MpiBaseline;
-      if (value == "auto") options.mpi_baseline = B::kAuto;
-      else if (value == "off") options.mpi_baseline = B::kOff;
-      else if (value == "isolated") options.mpi_baseline = B::kIsolated;
-      else if (value == "alongside") options.mpi_baseline = B::kAlongside;
+      if (value == "auto")
+        options.mpi_baseline = B::kAuto;
+      else if (value == "off")
+        options.mpi_baseline = B::kOff;
+      else if (value == "isolated")
+        options.mpi_baseline = B::kIsolated;
+      else if (value == "alongside")
+        options.mpi_baseline = B::kAlongside;
       else if (value == "interleaved")
         options.mpi_baseline = B::kInterleaved;
-      else if (value == "only") options.mpi_baseline = B::kOnly;
-      else usage_error(rank, bad);
+      else if (value == "only")
+        options.mpi_baseline = B::kOnly;
+      else
+        usage_error(rank, bad);
     } else {
       usage_error(rank, "unknown option " + arg);
     }
@@ -498,7 +503,8 @@ void print_header(const Options& options, int argc, char** argv, int n, bool wit
                                                  : "off (not launched by mpirun, or Gloo mode)");
   std::printf(
       "# time: max over ranks of the per-rank average; each iteration after a barrier\n"
-      "#   (horovodcpp: hvd::barrier(), max via hvd::allreduce; MPI: MPI_Barrier, MPI_Allreduce)\n");
+      "#   (horovodcpp: hvd::barrier(), max via hvd::allreduce; MPI: MPI_Barrier, "
+      "MPI_Allreduce)\n");
   std::printf(
       "# algbw = size / time; busbw = algbw * 2(n-1)/n; ratio = horovodcpp busbw / MPI "
       "busbw\n");
@@ -627,8 +633,8 @@ std::string wrong_str(const Result& result) {
 void print_row(const Options& options, const Step& step, const Result* hvd_result,
                const Result* mpi_result, int n) {
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
-  std::printf("  %10zu %11zu %8s %7s %5d", step.bytes, step.count,
-              hvd::dtype_name(options.dtype), hvd::reduce_op_name(options.op), step.iters);
+  std::printf("  %10zu %11zu %8s %7s %5d", step.bytes, step.count, hvd::dtype_name(options.dtype),
+              hvd::reduce_op_name(options.op), step.iters);
   if (hvd_result) {
     const double hvd_algbw = step.bytes / hvd_result->seconds / 1e9;
     std::printf("  %9.2f %7.3f %7.3f %6s", hvd_result->seconds * 1e6, hvd_algbw,
@@ -660,8 +666,7 @@ int main(int argc, char** argv) {
   const bool with_hvd = options.mpi_baseline != B::kOnly;
   // Raw MPI only when asked for (or launched by mpirun): under hvdrun --gloo
   // there is no mpirun, and the program must not touch MPI at all.
-  const bool with_mpi =
-      options.mpi_baseline != B::kOff && has_mpi_datatype(options.dtype);
+  const bool with_mpi = options.mpi_baseline != B::kOff && has_mpi_datatype(options.dtype);
   int provided = MPI_THREAD_SINGLE;
   if (options.mpi_baseline != B::kOff) {
     // Before hvd::init(), which then finds MPI started and uses it.

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "registry/transports.h"
 #include "parse_bytes.h"
+#include "registry/transports.h"
 
 namespace {
 

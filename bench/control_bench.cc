@@ -24,8 +24,8 @@
 
 #include "backend/gloo/gloo_context.h"
 #include "backend/gloo/gloo_controller.h"
-#include "backend/shm/shm_controller.h"
 #include "backend/gloo/tcp_controller.h"
+#include "backend/shm/shm_controller.h"
 #include "registry/transports.h"
 #include "settings/settings.h"
 

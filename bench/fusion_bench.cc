@@ -18,16 +18,22 @@ int main(int argc, char** argv) {
   std::vector<long> element_list;  // --elements-list: one count per tensor
   for (int i = 1; i + 1 < argc; i += 2) {
     const int value = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--tensors")) tensors = value;
-    else if (!std::strcmp(argv[i], "--elements")) elements = value;
-    else if (!std::strcmp(argv[i], "--steps")) steps = value;
-    else if (!std::strcmp(argv[i], "--warmup")) warmup = value;
+    if (!std::strcmp(argv[i], "--tensors"))
+      tensors = value;
+    else if (!std::strcmp(argv[i], "--elements"))
+      elements = value;
+    else if (!std::strcmp(argv[i], "--steps"))
+      steps = value;
+    else if (!std::strcmp(argv[i], "--warmup"))
+      warmup = value;
     else if (!std::strcmp(argv[i], "--elements-list")) {
       std::stringstream list(argv[i + 1]);
-      for (std::string item; std::getline(list, item, ',');) element_list.push_back(std::stol(item));
+      for (std::string item; std::getline(list, item, ',');)
+        element_list.push_back(std::stol(item));
     } else {
-      std::fprintf(stderr, "usage: fusion_bench [--tensors N] [--elements N] [--elements-list "
-                           "N,N,...] [--steps N] [--warmup N]\n");
+      std::fprintf(stderr,
+                   "usage: fusion_bench [--tensors N] [--elements N] [--elements-list "
+                   "N,N,...] [--steps N] [--warmup N]\n");
       return 2;
     }
   }
@@ -47,8 +53,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < warmup; ++i) step();
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) step();
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                  .count() / steps;
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+      steps;
   hvd::allreduce(hvd::view(&ms, {1}), "step_ms", hvd::ReduceOp::kMax);
   if (hvd::rank() == 0) {
     const char* threshold = std::getenv("HOROVODCPP_FUSION_THRESHOLD");

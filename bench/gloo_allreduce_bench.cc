@@ -66,7 +66,6 @@ struct Options {
   std::exit(code);
 }
 
-
 int parse_int(const std::string& text, const std::string& what) {
   char* end = nullptr;
   const long value = std::strtol(text.c_str(), &end, 10);
@@ -87,14 +86,22 @@ Options parse(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") usage("raw Gloo ring allreduce benchmark", 0);
     if (i + 1 >= argc) usage("missing value for " + arg);
     const std::string value = argv[++i];
-    if (arg == "--rank") o.rank = parse_int(value, arg);
-    else if (arg == "--size") o.size = parse_int(value, arg);
-    else if (arg == "--store") o.store = value;
-    else if (arg == "--prefix") o.prefix = value;
-    else if (arg == "--host") o.host = value;
-    else if (arg == "--warmup") o.warmup = parse_int(value, arg);
-    else if (arg == "--iters") o.iters = std::max(1, parse_int(value, arg));
-    else if (arg == "--auto-iters") o.auto_iters = value != "off";
+    if (arg == "--rank")
+      o.rank = parse_int(value, arg);
+    else if (arg == "--size")
+      o.size = parse_int(value, arg);
+    else if (arg == "--store")
+      o.store = value;
+    else if (arg == "--prefix")
+      o.prefix = value;
+    else if (arg == "--host")
+      o.host = value;
+    else if (arg == "--warmup")
+      o.warmup = parse_int(value, arg);
+    else if (arg == "--iters")
+      o.iters = std::max(1, parse_int(value, arg));
+    else if (arg == "--auto-iters")
+      o.auto_iters = value != "off";
     else if (arg == "--sizes") {
       std::size_t start = 0;
       while (start <= value.size()) {
@@ -177,8 +184,9 @@ int main(int argc, char** argv) {
       }
       std::printf("# dtype float32, op sum, warmup %d, iters %d, auto-iters %s, check %s\n",
                   o.warmup, o.iters, o.auto_iters ? "on" : "off", o.check ? "on" : "off");
-      std::printf("# time: max over ranks of the per-rank average; each iteration after "
-                  "gloo::barrier\n");
+      std::printf(
+          "# time: max over ranks of the per-rank average; each iteration after "
+          "gloo::barrier\n");
       std::printf("# %10s %11s %8s %7s %5s  %9s %7s %7s %6s\n", "size", "count", "type", "redop",
                   "iters", "time", "algbw", "busbw", "#wrong");
       std::printf("# %10s %11s %8s %7s %5s  %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "",
@@ -215,8 +223,8 @@ int main(int argc, char** argv) {
           const float want = static_cast<float>(n * (n + 1) / 2.0 + n * static_cast<double>(i % 5));
           if (data[i] != want) {
             if (wrong == 0) {
-              std::fprintf(stderr, "rank %d: element %zu is %g, expected %g\n", o.rank, i,
-                           data[i], want);
+              std::fprintf(stderr, "rank %d: element %zu is %g, expected %g\n", o.rank, i, data[i],
+                           want);
             }
             ++wrong;
           }

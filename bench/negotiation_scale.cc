@@ -41,8 +41,8 @@
 #include <thread>
 #include <vector>
 
-#include "backend/shm/shm_controller.h"
 #include "backend/gloo/tcp_controller.h"
+#include "backend/shm/shm_controller.h"
 #include "base/descriptor_limit.h"
 #include "core/execution/backend.h"
 #include "core/runtime/coordinator.h"

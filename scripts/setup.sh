@@ -27,6 +27,7 @@ packages=(
 if [ "${1:-}" = --tests ]; then
   packages+=(
     slurmctld slurmd slurm-client munge  # a real Slurm cluster for test/slurm
+    clang-format-14                      # format_check: the pinned style (.clang-format)
   )
 fi
 

@@ -21,8 +21,8 @@ using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 void read_exact(gzFile file, const std::string& path, void* out, std::size_t size) {
   auto* dst = static_cast<unsigned char*>(out);
   while (size > 0) {
-    const unsigned chunk = static_cast<unsigned>(
-        std::min<std::size_t>(size, std::numeric_limits<int>::max() / 2));
+    const unsigned chunk =
+        static_cast<unsigned>(std::min<std::size_t>(size, std::numeric_limits<int>::max() / 2));
     const int got = gzread(file, dst, chunk);
     if (got <= 0) {
       int errnum = 0;
@@ -62,8 +62,8 @@ IdxArray read_idx_gz(const std::string& path, std::size_t expected_ndim) {
     throw std::runtime_error(path + ": not an IDX file (bad magic number)");
   }
   if (magic[2] != 0x08) {
-    throw std::runtime_error(path + ": unsupported IDX element type " +
-                             std::to_string(magic[2]) + " (expected 0x08, unsigned byte)");
+    throw std::runtime_error(path + ": unsupported IDX element type " + std::to_string(magic[2]) +
+                             " (expected 0x08, unsigned byte)");
   }
   if (magic[3] != expected_ndim) {
     throw std::runtime_error(path + ": expected " + std::to_string(expected_ndim) +

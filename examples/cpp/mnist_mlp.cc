@@ -37,27 +37,26 @@ constexpr int kClasses = 10;
 struct Options {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int epochs = 3;
-  int batch_size = 32;          // per rank
-  double lr = 0.01;             // per rank; multiplied by hvd::size()
+  int batch_size = 32;  // per rank
+  double lr = 0.01;     // per rank; multiplied by hvd::size()
   double momentum = 0.9;
-  int log_interval = 100;       // batches
+  int log_interval = 100;  // batches
   std::uint64_t seed = 42;
 };
 
 void print_usage(std::FILE* out, const char* argv0) {
-  std::fprintf(
-      out,
-      "usage: %s [options]\n"
-      "  --data-dir DIR      Fashion-MNIST IDX .gz files (default "
-      "/usr/share/datasets/fashion-mnist)\n"
-      "  --epochs N          training epochs (default 3)\n"
-      "  --batch-size N      minibatch size per rank (default 32)\n"
-      "  --lr X              learning rate per rank, scaled by the number of ranks "
-      "(default 0.01)\n"
-      "  --momentum X        SGD momentum (default 0.9)\n"
-      "  --log-interval N    log every N batches on rank 0 (default 100)\n"
-      "  --seed N            seed of the initialisation and the shuffling (default 42)\n",
-      argv0);
+  std::fprintf(out,
+               "usage: %s [options]\n"
+               "  --data-dir DIR      Fashion-MNIST IDX .gz files (default "
+               "/usr/share/datasets/fashion-mnist)\n"
+               "  --epochs N          training epochs (default 3)\n"
+               "  --batch-size N      minibatch size per rank (default 32)\n"
+               "  --lr X              learning rate per rank, scaled by the number of ranks "
+               "(default 0.01)\n"
+               "  --momentum X        SGD momentum (default 0.9)\n"
+               "  --log-interval N    log every N batches on rank 0 (default 100)\n"
+               "  --seed N            seed of the initialisation and the shuffling (default 42)\n",
+               argv0);
 }
 
 // Parses "--flag value" and "--flag=value". Returns false on --help;
@@ -103,14 +102,22 @@ bool parse_args(int argc, char** argv, Options* opts) {
       }
       return v;
     };
-    if (flag == "--data-dir") opts->data_dir = value;
-    else if (flag == "--epochs") opts->epochs = to_int(0);
-    else if (flag == "--batch-size") opts->batch_size = to_int(1);
-    else if (flag == "--lr") opts->lr = to_double();
-    else if (flag == "--momentum") opts->momentum = to_double();
-    else if (flag == "--log-interval") opts->log_interval = to_int(1);
-    else if (flag == "--seed") opts->seed = static_cast<std::uint64_t>(to_int(0));
-    else throw std::invalid_argument("unknown option " + flag);
+    if (flag == "--data-dir")
+      opts->data_dir = value;
+    else if (flag == "--epochs")
+      opts->epochs = to_int(0);
+    else if (flag == "--batch-size")
+      opts->batch_size = to_int(1);
+    else if (flag == "--lr")
+      opts->lr = to_double();
+    else if (flag == "--momentum")
+      opts->momentum = to_double();
+    else if (flag == "--log-interval")
+      opts->log_interval = to_int(1);
+    else if (flag == "--seed")
+      opts->seed = static_cast<std::uint64_t>(to_int(0));
+    else
+      throw std::invalid_argument("unknown option " + flag);
   }
   return true;
 }
@@ -363,8 +370,8 @@ void allreduce_gradients(Mlp* model) {
   std::vector<hvd::Work> pending;
   pending.reserve(model->params().size());
   for (Param& p : model->params()) {
-    pending.push_back(hvd::allreduce_async(hvd::view(p.grad.data(), p.shape), p.name,
-                                           hvd::ReduceOp::kAverage));
+    pending.push_back(
+        hvd::allreduce_async(hvd::view(p.grad.data(), p.shape), p.name, hvd::ReduceOp::kAverage));
   }
   for (const hvd::Work& work : pending) work.wait();
 }
@@ -408,8 +415,7 @@ bool parameters_identical(Mlp* model) {
         identical = false;
         if (hvd::rank() == 0) {
           std::fprintf(stderr, "parameter %s differs between rank 0 and rank %lld\n",
-                       params[static_cast<std::size_t>(t)].name.c_str(),
-                       static_cast<long long>(r));
+                       params[static_cast<std::size_t>(t)].name.c_str(), static_cast<long long>(r));
         }
       }
     }
@@ -445,9 +451,10 @@ int run(const Options& opts) {
   const float lr = static_cast<float>(opts.lr * size);  // Horovod: scale by #ranks
   const float momentum = static_cast<float>(opts.momentum);
   if (rank == 0) {
-    std::printf("training on %d rank(s): %zu samples per rank per epoch, batch %zu per rank, "
-                "lr %g (%g x %d)\n",
-                size, shard, batch, static_cast<double>(lr), opts.lr, size);
+    std::printf(
+        "training on %d rank(s): %zu samples per rank per epoch, batch %zu per rank, "
+        "lr %g (%g x %d)\n",
+        size, shard, batch, static_cast<double>(lr), opts.lr, size);
     std::fflush(stdout);
   }
 
@@ -465,8 +472,8 @@ int run(const Options& opts) {
       const std::size_t n = std::min(batch, shard - first);
       indices.resize(n);
       for (std::size_t i = 0; i < n; ++i) {
-        indices[i] = perm[(first + i) * static_cast<std::size_t>(size) +
-                          static_cast<std::size_t>(rank)];
+        indices[i] =
+            perm[(first + i) * static_cast<std::size_t>(size) + static_cast<std::size_t>(rank)];
       }
       gather_batch(train, indices, &x, &y);
       correct += model.forward_backward(x.data(), y.data(), static_cast<int>(n));
@@ -479,8 +486,8 @@ int run(const Options& opts) {
         allreduce_counts(counts, "train.accuracy");
         if (rank == 0) {
           const double elapsed = seconds_since(log_start);
-          std::printf("Epoch[%d] Batch [%zu] Speed: %.2f samples/sec accuracy=%.6f\n", epoch,
-                      b + 1, counts[1] / std::max(elapsed, 1e-9), counts[0] / counts[1]);
+          std::printf("Epoch[%d] Batch [%zu] Speed: %.2f samples/sec accuracy=%.6f\n", epoch, b + 1,
+                      counts[1] / std::max(elapsed, 1e-9), counts[0] / counts[1]);
           std::fflush(stdout);
         }
         correct = seen = 0;

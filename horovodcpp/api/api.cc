@@ -4,10 +4,10 @@
 
 #include "base/check.h"
 #include "core/runtime/runtime.h"
+#include "horovodcpp/horovodcpp.h"
 #include "registry/built_backends.h"
 #include "registry/device_registry.h"
 #include "registry/transports.h"
-#include "horovodcpp/horovodcpp.h"
 
 namespace hvd {
 namespace {

@@ -6,10 +6,10 @@
 
 #include "base/check.h"
 
-#define HVD_CUDA_CHECK(call)                                                          \
-  do {                                                                                \
-    const cudaError_t hvd_cuda_status_ = (call);                                      \
-    HVD_CHECK(hvd_cuda_status_ == cudaSuccess, ::hvd::BackendError,                   \
-              #call " failed: " << cudaGetErrorName(hvd_cuda_status_) << ": "         \
-                                << cudaGetErrorString(hvd_cuda_status_));             \
+#define HVD_CUDA_CHECK(call)                                                  \
+  do {                                                                        \
+    const cudaError_t hvd_cuda_status_ = (call);                              \
+    HVD_CHECK(hvd_cuda_status_ == cudaSuccess, ::hvd::BackendError,           \
+              #call " failed: " << cudaGetErrorName(hvd_cuda_status_) << ": " \
+                                << cudaGetErrorString(hvd_cuda_status_));     \
   } while (0)

@@ -35,8 +35,8 @@ class CudaEvents : public GpuEvents {
 
   std::atomic<int> device_{-1};  // of the last recorded event: one GPU per rank
   std::mutex pool_mutex_;
-  std::vector<Pooled> pool_;                       // released, ready for reuse
-  std::unordered_map<Event, int> device_of_;       // recorded: the device of each
+  std::vector<Pooled> pool_;                  // released, ready for reuse
+  std::unordered_map<Event, int> device_of_;  // recorded: the device of each
 };
 
 // Number of visible CUDA devices; 0 when there is no driver or no device

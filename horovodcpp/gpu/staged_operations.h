@@ -8,11 +8,10 @@
 // runs the CPU collective on them; the results are copied back to the
 // device on the staging stream and a completion event is recorded there,
 // with which the Works complete (a caller's wait() makes its stream wait for
-// it); a CompletionPoller finishes them when it has happened. The pinned buffers are kept and grown,
-// never freed while a copy may still use them. The timeline shows the
-// copies per tensor around the CPU backend's op: MEMCPY_IN_HOST_BUFFER
-// (waiting for the tensor's producer included) and MEMCPY_OUT_HOST_BUFFER
-// (until the poller sees it done).
+// it); a CompletionPoller finishes them when it has happened. The pinned buffers are kept and
+// grown, never freed while a copy may still use them. The timeline shows the copies per tensor
+// around the CPU backend's op: MEMCPY_IN_HOST_BUFFER (waiting for the tensor's producer included)
+// and MEMCPY_OUT_HOST_BUFFER (until the poller sees it done).
 #pragma once
 
 #include <cstddef>

@@ -14,9 +14,9 @@
 #include "backend/mpi/mpi_process_set_channel.h"
 #endif
 #if HVD_HAVE_SHM
-#include "backend/shm/two_level_backend.h"
 #include "backend/shm/shm_backend.h"
 #include "backend/shm/shm_controller.h"
+#include "backend/shm/two_level_backend.h"
 #endif
 #if HVD_HAVE_GLOO
 #include "backend/gloo/gloo_backend.h"

@@ -167,8 +167,8 @@ std::vector<Entry> build() {
        "Each wait of Gloo mode's TCP negotiation gets a little more per level of its tree", nullptr,
        S::kPeerTimeoutSeconds},
 
-      {S::kFlightRecorderSize, "FLIGHT_RECORDER_SIZE", kOurs, T::kInt, rank, "4096", 0, kIntMax,
-       "", "collectives each rank's flight recorder keeps (the last ones); 0 turns it off",
+      {S::kFlightRecorderSize, "FLIGHT_RECORDER_SIZE", kOurs, T::kInt, rank, "4096", 0, kIntMax, "",
+       "collectives each rank's flight recorder keeps (the last ones); 0 turns it off",
        "Dumped on a stall, a failure, SIGUSR1 and hvd::dump_flight_recorder(); hvdrun analyzes "
        "the dumps when a job fails ([flight recorder](faults.md#flight-recorder))"},
       {S::kFlightRecorderDir, "FLIGHT_RECORDER_DIR", kOurs, T::kString, rank, "", 0, 0, "",

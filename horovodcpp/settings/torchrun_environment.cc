@@ -41,14 +41,15 @@ std::optional<Task> task(const slurm::Lookup& lookup) {
   task.rank = number(lookup, "RANK", 0);
   task.size = number(lookup, "WORLD_SIZE", 1);
   if (task.rank >= task.size) {
-    bad("RANK=" + std::to_string(task.rank) + " is not a rank of WORLD_SIZE=" +
-        std::to_string(task.size));
+    bad("RANK=" + std::to_string(task.rank) +
+        " is not a rank of WORLD_SIZE=" + std::to_string(task.size));
   }
   const char* addr = read(lookup, "MASTER_ADDR");
   if (addr == nullptr) bad("MASTER_ADDR is not set (torchrun sets it): where rank 0 runs");
   task.master_addr = addr;
   task.master_port = number(lookup, "MASTER_PORT", 1);
-  if (task.master_port > 65534) bad("MASTER_PORT=" + std::to_string(task.master_port) + " is too large");
+  if (task.master_port > 65534)
+    bad("MASTER_PORT=" + std::to_string(task.master_port) + " is too large");
   if (const char* run_id = read(lookup, "TORCHELASTIC_RUN_ID")) task.run_id = run_id;
 
   const bool local_given = read(lookup, "LOCAL_RANK") || read(lookup, "LOCAL_WORLD_SIZE");
@@ -64,13 +65,14 @@ std::optional<Task> task(const slurm::Lookup& lookup) {
     task.local_size = number(lookup, "LOCAL_WORLD_SIZE", 1);
   }
   if (task.local_rank >= task.local_size || task.size % task.local_size != 0) {
-    bad("LOCAL_RANK=" + std::to_string(task.local_rank) + " of LOCAL_WORLD_SIZE=" +
-        std::to_string(task.local_size) + " is not a place in WORLD_SIZE=" +
-        std::to_string(task.size) + " (torchrun runs the same number of ranks on every node)");
+    bad("LOCAL_RANK=" + std::to_string(task.local_rank) +
+        " of LOCAL_WORLD_SIZE=" + std::to_string(task.local_size) +
+        " is not a place in WORLD_SIZE=" + std::to_string(task.size) +
+        " (torchrun runs the same number of ranks on every node)");
   }
   task.nodes = task.size / task.local_size;
-  task.node_rank = read(lookup, "GROUP_RANK") ? number(lookup, "GROUP_RANK", 0)
-                                              : task.rank / task.local_size;
+  task.node_rank =
+      read(lookup, "GROUP_RANK") ? number(lookup, "GROUP_RANK", 0) : task.rank / task.local_size;
   if (task.node_rank >= task.nodes) {
     bad("GROUP_RANK=" + std::to_string(task.node_rank) + " is not one of the " +
         std::to_string(task.nodes) + " nodes of WORLD_SIZE / LOCAL_WORLD_SIZE");
@@ -87,7 +89,8 @@ std::optional<Task> launched_task() {
     return task([](const char* name) { return std::getenv(name); });
   } catch (const std::invalid_argument& e) {
     throw InvalidArgument(std::string("cannot take this rank's place from torchrun's "
-                                      "variables: ") + e.what());
+                                      "variables: ") +
+                          e.what());
   }
 }
 

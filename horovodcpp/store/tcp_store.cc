@@ -30,8 +30,7 @@ TcpStore::TcpStore(std::string host, int port, std::chrono::milliseconds connect
             "TcpStore: port " << port_ << " of the rendezvous store is out of range");
   HVD_CHECK(!secret_.empty(), InvalidArgument,
             "TcpStore: no job secret for the rendezvous store at "
-                << address()
-                << " (HOROVODCPP_JOB_SECRET: hvdrun sets it for its ranks)");
+                << address() << " (HOROVODCPP_JOB_SECRET: hvdrun sets it for its ranks)");
   const auto deadline = Clock::now() + connect_timeout;
   auto pause = std::chrono::milliseconds(10);
   std::string last_error = "connect timed out";

@@ -134,8 +134,8 @@ class Handler {
 void read_from(Connection* c) {
   char buffer[64 * 1024];
   // Before its proof, a client has nothing else to say.
-  std::size_t budget = c->auth ? job_auth::kProofSize - std::min(c->in.size(), job_auth::kProofSize)
-                               : kReadBudget;
+  std::size_t budget =
+      c->auth ? job_auth::kProofSize - std::min(c->in.size(), job_auth::kProofSize) : kReadBudget;
   while (budget > 0) {
     ssize_t n = ::recv(c->fd, buffer, std::min(sizeof(buffer), budget), 0);
     if (n > 0) {
@@ -207,8 +207,7 @@ void authenticate(Connection* c, std::atomic<long long>* refused) {
     if (c->closing) refuse(c, "closed the connection before proving the job's secret", refused);
     return;
   }
-  const std::optional<std::string> reply =
-      c->auth->answer(c->in.substr(0, job_auth::kProofSize));
+  const std::optional<std::string> reply = c->auth->answer(c->in.substr(0, job_auth::kProofSize));
   if (!reply) {
     refuse(c, "no proof of the job's secret (another job's client, or not a horovodcpp client)",
            refused);

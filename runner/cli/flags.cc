@@ -430,11 +430,11 @@ std::vector<Flag> build_table() {
           o.rank_settings[variable(Setting::kLogLevel)] = level;
         })
       .config("logging.level");
-  t.switch_pair(
-      Setting::kLogHideTime, "logging.with_timestamp",
-      {{"--log-with-timestamp", "--no-log-hide-timestamp"}, "0",
-       "log lines carry the local time (the default)"},
-      {{"--log-without-timestamp", "--log-hide-timestamp"}, "1", "log lines without it"});
+  t.switch_pair(Setting::kLogHideTime, "logging.with_timestamp",
+                {{"--log-with-timestamp", "--no-log-hide-timestamp"},
+                 "0",
+                 "log lines carry the local time (the default)"},
+                {{"--log-without-timestamp", "--log-hide-timestamp"}, "1", "log lines without it"});
 
   t.section("Elastic training (Gloo mode; on with --min-np or --host-discovery-script)");
   t.add({"--min-np", "--min-num-proc"}, kValue, "N",

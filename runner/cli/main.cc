@@ -13,21 +13,21 @@
 
 #include "base/descriptor_limit.h"
 #include "runner/cli/check_build.h"
+#include "runner/cli/options.h"
+#include "runner/cli/text.h"
 #include "runner/elastic/elastic_launch.h"
-#include "runner/placement/environment.h"
-#include "runner/ranks/flight_recorder_analysis.h"
 #include "runner/launch/gloo_launcher.h"
-#include "runner/placement/hosts.h"
-#include "runner/placement/job_setup.h"
 #include "runner/launch/mpi_command.h"
 #include "runner/launch/mpirun_output.h"
-#include "runner/placement/network.h"
-#include "runner/cli/options.h"
-#include "runner/ranks/process_group.h"
-#include "runner/ranks/rank_reports.h"
 #include "runner/launch/remote_commands.h"
 #include "runner/launch/srun_launch.h"
-#include "runner/cli/text.h"
+#include "runner/placement/environment.h"
+#include "runner/placement/hosts.h"
+#include "runner/placement/job_setup.h"
+#include "runner/placement/network.h"
+#include "runner/ranks/flight_recorder_analysis.h"
+#include "runner/ranks/process_group.h"
+#include "runner/ranks/rank_reports.h"
 #include "settings/settings.h"
 #include "settings/settings_doc.h"
 #include "store/job_auth.h"
@@ -234,7 +234,8 @@ void report_flight_recorder(const std::string& dir, int code) {
     return;
   }
   std::cerr << "hvdrun: flight recorder (hvdrun --analyze " << dir << "):\n";
-  for (const std::string& line : analyze_flight_dumps(dumps)) std::cerr << "hvdrun:   " << line << "\n";
+  for (const std::string& line : analyze_flight_dumps(dumps))
+    std::cerr << "hvdrun:   " << line << "\n";
 }
 
 int launch(const Options& options, const std::map<std::string, std::string>& env);

@@ -29,24 +29,24 @@ struct ElasticOptions {
 };
 
 struct Options {
-  std::optional<int> num_proc;         // -np
-  std::string hosts;                   // -H h1:4,h2:4
-  std::string hostfile;                // --hostfile
-  Mode mode = Mode::kAuto;             // --mpi | --gloo (auto: MPI if mpirun exists)
+  std::optional<int> num_proc;  // -np
+  std::string hosts;            // -H h1:4,h2:4
+  std::string hostfile;         // --hostfile
+  Mode mode = Mode::kAuto;      // --mpi | --gloo (auto: MPI if mpirun exists)
   // --network-interface(s): in the order given, without repeats. Gloo uses
   // the first; mpirun and NCCL get them all.
   std::vector<std::string> network_interfaces;
-  std::optional<int> ssh_port;         // -p
-  std::string ssh_identity_file;       // -i
-  std::string output_filename;         // --output-filename DIR
-  bool verbose = false;                // --verbose
-  bool prefix_timestamp = false;       // --prefix-output-with-timestamp
-  int start_timeout_seconds = 30;      // --start-timeout, else HOROVOD_START_TIMEOUT
+  std::optional<int> ssh_port;            // -p
+  std::string ssh_identity_file;          // -i
+  std::string output_filename;            // --output-filename DIR
+  bool verbose = false;                   // --verbose
+  bool prefix_timestamp = false;          // --prefix-output-with-timestamp
+  int start_timeout_seconds = 30;         // --start-timeout, else HOROVOD_START_TIMEOUT
   std::vector<std::string> mpi_args;      // --mpi-args: words added before the command
   std::vector<std::string> binding_args;  // --binding-args: replace mpirun's binding words
-  bool check_build = false;            // -cb, --check-build
-  bool version = false;                // -v, --version
-  bool help = false;                   // -h, --help
+  bool check_build = false;               // -cb, --check-build
+  bool version = false;                   // -v, --version
+  bool help = false;                      // -h, --help
   // Variables every rank gets, by their full names (HOROVODCPP_CYCLE_TIME,
   // NCCL_IB_DISABLE, ...): from the settings flags and --config-file.
   std::map<std::string, std::string> rank_settings;
@@ -55,7 +55,7 @@ struct Options {
   // "ip netns exec ns-{host}". Option --remote-shell, or HVDRUN_REMOTE_SHELL.
   std::string remote_shell;
   ElasticOptions elastic;
-  std::vector<std::string> command;    // what every rank runs
+  std::vector<std::string> command;  // what every rank runs
 };
 
 // Throws UsageError (one clear line) for unknown flags, missing values,

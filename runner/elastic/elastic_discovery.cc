@@ -122,8 +122,8 @@ std::pair<int, std::string> run_command(const std::string& command,
                            POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
   pid_t pid = -1;
-  const int failed = posix_spawn(&pid, "/bin/sh", &actions, &attributes,
-                                 const_cast<char* const*>(argv), environ);
+  const int failed =
+      posix_spawn(&pid, "/bin/sh", &actions, &attributes, const_cast<char* const*>(argv), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   close(fds[1]);

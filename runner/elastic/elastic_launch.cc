@@ -8,12 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "runner/cli/text.h"
 #include "runner/elastic/elastic_driver.h"
-#include "runner/placement/environment.h"
 #include "runner/launch/gloo_launcher.h"
+#include "runner/placement/environment.h"
 #include "runner/placement/job_setup.h"
 #include "runner/placement/network.h"
-#include "runner/cli/text.h"
 #include "settings/settings.h"
 #include "store/job_auth.h"
 #include "store/tcp_store.h"

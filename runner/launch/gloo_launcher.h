@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "runner/cli/options.h"
+#include "runner/launch/remote_commands.h"
 #include "runner/placement/hosts.h"
 #include "runner/placement/network.h"
-#include "runner/cli/options.h"
 #include "runner/ranks/process_group.h"
-#include "runner/launch/remote_commands.h"
 
 namespace hvdrun {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/placement/hosts.h"
 #include "runner/cli/options.h"
+#include "runner/placement/hosts.h"
 
 namespace hvdrun {
 

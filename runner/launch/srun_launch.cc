@@ -11,11 +11,11 @@
 #include <set>
 
 #include "runner/launch/gloo_launcher.h"
+#include "runner/launch/srun_output.h"
 #include "runner/placement/job_setup.h"
 #include "runner/placement/network.h"
 #include "runner/ranks/process_group.h"
 #include "runner/ranks/rank_reports.h"
-#include "runner/launch/srun_output.h"
 #include "settings/settings.h"
 #include "store/job_auth.h"
 #include "store/tcp_store_server.h"

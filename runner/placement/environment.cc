@@ -15,9 +15,8 @@ bool starts_with(const std::string& text, const std::string& prefix) {
 // not leak into this one.
 bool is_placement_variable(const std::string& name) {
   static const std::set<std::string> suffixes = {
-      "RANK",       "SIZE",       "LOCAL_RANK",           "LOCAL_SIZE",
-      "CROSS_RANK", "CROSS_SIZE", "HOSTNAME",             "GLOO_RENDEZVOUS_ADDR",
-      "GLOO_RENDEZVOUS_PORT"};
+      "RANK",       "SIZE",     "LOCAL_RANK",           "LOCAL_SIZE",          "CROSS_RANK",
+      "CROSS_SIZE", "HOSTNAME", "GLOO_RENDEZVOUS_ADDR", "GLOO_RENDEZVOUS_PORT"};
   for (const char* prefix : {"HOROVODCPP_", "HOROVOD_"}) {
     if (starts_with(name, prefix) && suffixes.count(name.substr(std::string(prefix).size()))) {
       return true;

@@ -10,10 +10,10 @@
 #include <iostream>
 #include <sstream>
 
-#include "runner/launch/gloo_launcher.h"
-#include "runner/placement/network.h"
-#include "runner/launch/remote_commands.h"
 #include "runner/cli/text.h"
+#include "runner/launch/gloo_launcher.h"
+#include "runner/launch/remote_commands.h"
+#include "runner/placement/network.h"
 
 namespace hvdrun {
 namespace {

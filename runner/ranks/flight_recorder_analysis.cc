@@ -154,9 +154,9 @@ std::vector<std::string> analyze_flight_dumps(const std::map<int, FlightDump>& d
     common = std::move(kept);
     first = false;
   }
-  const auto last = std::max_element(common.begin(), common.end(), [](const auto& a, const auto& b) {
-    return a.second.first < b.second.first;
-  });
+  const auto last = std::max_element(
+      common.begin(), common.end(),
+      [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
   if (last != common.end()) {
     lines.push_back("last collective every rank completed: " + record_text(*last->second.second) +
                     " on rank " + std::to_string(dumps.begin()->first) + ", by " +
@@ -205,8 +205,8 @@ std::vector<std::string> analyze_flight_dumps(const std::map<int, FlightDump>& d
       if (std::find(in.begin(), in.end(), rank) == in.end()) missing.push_back(rank);
     }
     const FlightRecord& shown = *waiters[name].front().record;
-    std::string line = ranks_text(in) + (in.size() == 1 ? " waits in " : " wait in ") +
-                       record_text(shown);
+    std::string line =
+        ranks_text(in) + (in.size() == 1 ? " waits in " : " wait in ") + record_text(shown);
     // (No time: submitted while the coordinator was stuck, never taken up.)
     if (since(name) > 0) line += " since " + clock_text(since(name));
     if (!missing.empty()) {
@@ -229,8 +229,7 @@ std::vector<std::string> analyze_flight_dumps(const std::map<int, FlightDump>& d
     if (sets.size() > 1) {
       line += "; on different process sets:";
       for (const Waiter& w : waiters[name]) {
-        line += " rank " + std::to_string(w.rank) + " set " +
-                std::to_string(w.record->process_set);
+        line += " rank " + std::to_string(w.rank) + " set " + std::to_string(w.record->process_set);
       }
     }
     lines.push_back(line);
@@ -246,10 +245,10 @@ std::vector<std::string> analyze_flight_dumps(const std::map<int, FlightDump>& d
   for (const auto& [rank, dump] : dumps) {
     if (first_wait.count(rank)) continue;
     const FlightRecord* done = last_completed(dump);
-    lines.push_back("rank " + std::to_string(rank) + " waited in no collective" +
-                    (done ? " (its last: " + record_text(*done) + " at " +
-                                clock_text(done->done_us) + ")"
-                          : std::string()));
+    lines.push_back(
+        "rank " + std::to_string(rank) + " waited in no collective" +
+        (done ? " (its last: " + record_text(*done) + " at " + clock_text(done->done_us) + ")"
+              : std::string()));
   }
   std::vector<int> absent;
   for (int r = 0; r < size; ++r) {

@@ -43,8 +43,7 @@ std::map<int, FlightDump> read_flight_dumps(const std::string& directory);
 
 // The analysis, a line each (no trailing newline). `size`: the job's ranks
 // (0: as the dumps say).
-std::vector<std::string> analyze_flight_dumps(const std::map<int, FlightDump>& dumps,
-                                              int size = 0);
+std::vector<std::string> analyze_flight_dumps(const std::map<int, FlightDump>& dumps, int size = 0);
 
 // hvdrun --analyze DIR: prints the analysis; 0, or 1 without any dump.
 int analyze_command(const std::string& directory);

@@ -346,7 +346,8 @@ class SignalScope {
 
  private:
   std::string error_;
-  struct sigaction old_int_ {}, old_term_{}, old_chld_{}, old_pipe_{};
+  struct sigaction old_int_ {
+  }, old_term_{}, old_chld_{}, old_pipe_{};
   int was_subreaper_ = 0;
 };
 

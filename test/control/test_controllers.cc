@@ -19,19 +19,19 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <sstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../harness/backend_conformance.h"
+#include "../harness/fault_subjob.h"
 #include "backend/gloo/gloo_context.h"
 #include "backend/gloo/gloo_controller.h"
-#include "backend/shm/shm_controller.h"
 #include "backend/gloo/tcp_controller.h"
-#include "../harness/backend_conformance.h"
+#include "backend/shm/shm_controller.h"
 #include "core/negotiation/layered_controller.h"
-#include "../harness/fault_subjob.h"
 #include "horovodcpp/errors.h"
 #include "settings/settings.h"
 #include "store/job_auth.h"

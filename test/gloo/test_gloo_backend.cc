@@ -29,12 +29,12 @@
 #include <tuple>
 #include <vector>
 
+#include "../harness/backend_conformance.h"
+#include "../harness/fault_subjob.h"
 #include "backend/gloo/gloo_backend.h"
 #include "backend/gloo/gloo_context.h"
 #include "backend/gloo/gloo_controller.h"
 #include "backend/gloo/gloo_store_adapter.h"
-#include "../harness/backend_conformance.h"
-#include "../harness/fault_subjob.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 #include "store/file_store.h"

@@ -2,9 +2,8 @@
 // fixture that skips when there is no CUDA device.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <string>
 #include <vector>

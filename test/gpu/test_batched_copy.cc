@@ -27,9 +27,12 @@ std::vector<unsigned char> random_values(DataType dtype, std::size_t count) {
     visit_dtype(dtype, [&](auto zero) {
       using T = decltype(zero);
       T value;
-      if constexpr (std::is_same_v<T, bool>) value = v != 0;
-      else if constexpr (std::is_unsigned_v<T>) value = static_cast<T>(std::abs(v));
-      else value = static_cast<T>(static_cast<float>(v));
+      if constexpr (std::is_same_v<T, bool>)
+        value = v != 0;
+      else if constexpr (std::is_unsigned_v<T>)
+        value = static_cast<T>(std::abs(v));
+      else
+        value = static_cast<T>(static_cast<float>(v));
       std::memcpy(&bytes[i * sizeof(T)], &value, sizeof(T));
     });
   }
@@ -82,7 +85,9 @@ INSTANTIATE_TEST_SUITE_P(EveryDtype, BatchedCopyTest, ::testing::ValuesIn(cases(
                          [](const auto& info) {
                            const CopyScale s = std::get<1>(info.param);
                            return std::string(dtype_name(std::get<0>(info.param))) +
-                                  (s.identity() ? "_copy" : s.factor == 1.0 ? "_average" : "_scaled");
+                                  (s.identity()      ? "_copy"
+                                   : s.factor == 1.0 ? "_average"
+                                                     : "_scaled");
                          });
 
 }  // namespace

@@ -32,7 +32,8 @@ TEST_F(CudaEventsTest, PollerCompletesAfterTheStreamsWork) {
       EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess);  // the work is done by now
       done = true;
     });
-    for (int i = 0; i < 20000 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 0; i < 20000 && !done; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_TRUE(done);
   EXPECT_EQ(buffer.to_host()[kBytes - 1], 19);

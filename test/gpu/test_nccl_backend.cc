@@ -31,7 +31,8 @@ class ThreadController : public Controller {
     std::string value;
     bool set = false;
   };
-  ThreadController(int rank, int size, std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {
+  ThreadController(int rank, int size, std::shared_ptr<Shared> shared)
+      : shared_(std::move(shared)) {
     topology_.rank = rank;
     topology_.size = size;
   }
@@ -62,8 +63,8 @@ class NcclTest : public test::GpuTest {
     int devices = 0;
     HVD_CUDA_CHECK(cudaGetDeviceCount(&devices));
     if (devices < ranks) {
-      GTEST_SKIP() << "needs " << ranks << " CUDA devices (NCCL runs one rank per GPU); "
-                   << devices << " visible";
+      GTEST_SKIP() << "needs " << ranks << " CUDA devices (NCCL runs one rank per GPU); " << devices
+                   << " visible";
     }
     auto shared = std::make_shared<ThreadController::Shared>();
     std::vector<std::thread> threads;
@@ -105,8 +106,8 @@ void every_collective(int rank, int ranks, NcclBackend& backend) {
   EXPECT_EQ(b.to_host()[5], ranks == 1 ? 1 : 0);
   // float16 / bfloat16 sums.
   for (DataType half : {DataType::kFloat16, DataType::kBFloat16}) {
-    std::vector<std::uint16_t> bits(n, half == DataType::kFloat16 ? float16_t(1.5f).bits
-                                                                   : bfloat16_t(1.5f).bits);
+    std::vector<std::uint16_t> bits(
+        n, half == DataType::kFloat16 ? float16_t(1.5f).bits : bfloat16_t(1.5f).bits);
     DeviceBuffer<std::uint16_t> h(bits);
     backend.allreduce(h.get(), n, half, ReduceOp::kSum);
     backend.communicator().synchronize();

@@ -430,7 +430,7 @@ inline std::size_t alltoallv_count(int set, int from, int to) {
   switch (set) {
     case 0: return static_cast<std::size_t>((from + 2 * to) % 3);  // mixed, some zero
     case 1: return static_cast<std::size_t>(from * 4 + to + 1);    // all different
-    case 2: return to == 0 ? 9 : 0;                                 // only to rank 0
+    case 2: return to == 0 ? 9 : 0;                                // only to rank 0
     case 3: return 40000 + 100 * from + to;  // Gloo: several segments; MPI: split
     default: return 0;                       // nothing at all
   }
@@ -442,8 +442,7 @@ inline double alltoallv_value(DataType dtype, int from, int to, std::size_t j) {
   return pattern_value(dtype, from * 37 + to * 11 + j);
 }
 
-inline void check_alltoallv(Backend& backend, const Topology& topology, DataType dtype,
-                            int set) {
+inline void check_alltoallv(Backend& backend, const Topology& topology, DataType dtype, int set) {
   const int rank = topology.rank, size = topology.size;
   std::vector<std::size_t> send_counts(size), recv_counts(size);
   std::size_t send_total = 0, recv_total = 0;
@@ -457,15 +456,16 @@ inline void check_alltoallv(Backend& backend, const Topology& topology, DataType
   std::vector<double> expected;
   std::size_t k = 0;
   for (int r = 0; r < size; ++r) {
-    for (std::size_t j = 0; j < send_counts[r]; ++j) input.set(k++, alltoallv_value(dtype, rank, r, j));
-    for (std::size_t j = 0; j < recv_counts[r]; ++j) expected.push_back(alltoallv_value(dtype, r, rank, j));
+    for (std::size_t j = 0; j < send_counts[r]; ++j)
+      input.set(k++, alltoallv_value(dtype, rank, r, j));
+    for (std::size_t j = 0; j < recv_counts[r]; ++j)
+      expected.push_back(alltoallv_value(dtype, r, rank, j));
   }
   backend.alltoallv(input.data(), send_counts, output.data(), recv_counts, dtype);
   EXPECT_TRUE(equals(output, expected)) << "count set " << set;
 }
 
-inline void check_alltoallv_count_sets(Backend& backend, const Topology& topology,
-                                       DataType dtype) {
+inline void check_alltoallv_count_sets(Backend& backend, const Topology& topology, DataType dtype) {
   for (int set = 0; set < kNumAlltoallvCountSets; ++set) {
     check_alltoallv(backend, topology, dtype, set);
   }
@@ -513,9 +513,9 @@ inline void check_alltoall_reducescatter_arguments_rejected(Backend& backend,
                InvalidArgument);
   EXPECT_THROW(backend.alltoallv(buffer.data(), zeros, buffer.data(), wrong_counts, dtype),
                InvalidArgument);
-  EXPECT_THROW(backend.reducescatter(buffer.data(), buffer.data(), wrong_counts, dtype,
-                                     ReduceOp::kSum),
-               InvalidArgument);
+  EXPECT_THROW(
+      backend.reducescatter(buffer.data(), buffer.data(), wrong_counts, dtype, ReduceOp::kSum),
+      InvalidArgument);
   EXPECT_THROW(
       backend.reducescatter(buffer.data(), buffer.data(), zeros, dtype, ReduceOp::kAverage),
       InvalidArgument);

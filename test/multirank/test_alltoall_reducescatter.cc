@@ -23,10 +23,10 @@ std::string dtype_str(DataType dtype) { return hvd::dtype_name(dtype); }
 // ---- Alltoall ---------------------------------------------------------------
 
 enum class Splits {
-  kEqual,      // no splits given: 2 rows to every rank
-  kUneven,     // explicit, some zero
-  kToRankZero, // everything goes to rank 0: the others receive nothing
-  kNothing,    // zero rows everywhere
+  kEqual,       // no splits given: 2 rows to every rank
+  kUneven,      // explicit, some zero
+  kToRankZero,  // everything goes to rank 0: the others receive nothing
+  kNothing,     // zero rows everywhere
 };
 
 // The splits `sender` passes (empty for kEqual).
@@ -256,8 +256,7 @@ TEST(ReducescatterMoreTest, LargeHalfPrecisionSum) {
   // Over Gloo's segment size; 16-bit shares where bytes cross a network.
   check_reducescatter(DataType::kFloat16, ReduceOp::kSum, 4 * world() + 1, 70000, 1.0, 1.0,
                       "rs.large.fp16");
-  check_reducescatter(DataType::kBFloat16, ReduceOp::kAverage, 3, 50000, 0.5, 1.0,
-                      "rs.large.bf16");
+  check_reducescatter(DataType::kBFloat16, ReduceOp::kAverage, 3, 50000, 0.5, 1.0, "rs.large.bf16");
   check_reducescatter(DataType::kFloat16, ReduceOp::kAverage, 2 * world(), 40000, 2.0, 0.25,
                       "rs.large.fp16.scaled");
 }

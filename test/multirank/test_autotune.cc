@@ -30,13 +30,13 @@ TEST(AutotuneTest, StepsStayCorrectWhileTuningAndRankZeroLogsTheSearch) {
     std::vector<hvd::Work> works;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       grads[i].assign(sizes[i], static_cast<float>(my_rank() + step + i));
-      works.push_back(hvd::allreduce_async(hvd::view(grads[i]), "tune." + std::to_string(i),
-                                           ReduceOp::kSum));
+      works.push_back(
+          hvd::allreduce_async(hvd::view(grads[i]), "tune." + std::to_string(i), ReduceOp::kSum));
     }
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       works[i].wait(kPatience());
-      const float expected = static_cast<float>(world() * (world() - 1) / 2 +
-                                                world() * static_cast<int>(step + i));
+      const float expected =
+          static_cast<float>(world() * (world() - 1) / 2 + world() * static_cast<int>(step + i));
       ASSERT_EQ(grads[i].front(), expected) << "step " << step << " tensor " << i;
       ASSERT_EQ(grads[i].back(), expected) << "step " << step << " tensor " << i;
     }
@@ -47,8 +47,9 @@ TEST(AutotuneTest, StepsStayCorrectWhileTuningAndRankZeroLogsTheSearch) {
   ASSERT_TRUE(log) << "rank 0 wrote no autotune log at " << log_path;
   std::string header, line, last;
   std::getline(log, header);
-  EXPECT_EQ(header, "sample,phase,fusion_threshold_bytes,cycle_time_ms,bytes,seconds,"
-                    "throughput_bytes_per_s");
+  EXPECT_EQ(header,
+            "sample,phase,fusion_threshold_bytes,cycle_time_ms,bytes,seconds,"
+            "throughput_bytes_per_s");
   int warmup = 0, trial = 0, final_rows = 0;
   while (std::getline(log, line)) {
     if (line.find(",warmup,") != std::string::npos) ++warmup;

@@ -548,13 +548,13 @@ TEST(Allreduce, ManyInOneCall) {
   // the coordinator may complete that one at any moment; TensorQueueTest
   // covers it.)
   std::vector<float> twice(4, 1.0f), other(4, 1.0f);
-  EXPECT_THROW(hvd::allreduce_async_many({hvd::view(other), hvd::view(twice), hvd::view(twice)},
-                                         {"many.other", "many.twice", "many.twice"},
-                                         ReduceOp::kSum),
-               hvd::InvalidArgument);
+  EXPECT_THROW(
+      hvd::allreduce_async_many({hvd::view(other), hvd::view(twice), hvd::view(twice)},
+                                {"many.other", "many.twice", "many.twice"}, ReduceOp::kSum),
+      hvd::InvalidArgument);
   // many.other was not queued: the name is free, and this is its only use.
-  EXPECT_TRUE(wait_ok(hvd::allreduce_async(hvd::view(other), "many.other", ReduceOp::kSum),
-                      "many.other"));
+  EXPECT_TRUE(
+      wait_ok(hvd::allreduce_async(hvd::view(other), "many.other", ReduceOp::kSum), "many.other"));
   EXPECT_THROW(hvd::allreduce_async_many({hvd::view(other)}, {}), hvd::InvalidArgument);
 }
 
@@ -581,8 +581,7 @@ TEST(Allreduce, FusedGroupLargerThanTwoPipelineChunks) {
     if (!wait_ok(works[t], names[t])) continue;
     std::size_t wrong = 0, first_wrong = 0;
     for (std::size_t i = 0; i < counts[t]; ++i) {
-      const float want =
-          static_cast<float>(size * ((i + 3 * t) % 1000) + size * (size - 1) / 2);
+      const float want = static_cast<float>(size * ((i + 3 * t) % 1000) + size * (size - 1) / 2);
       if (tensors[t][i] != want && wrong++ == 0) first_wrong = i;
     }
     EXPECT_EQ(wrong, 0u) << names[t] << ": first wrong element " << first_wrong;

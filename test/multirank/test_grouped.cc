@@ -97,9 +97,9 @@ TEST_P(GroupedAllreduceTest, ScaleFactors) {
 
 std::vector<GroupedAllreduceParam> grouped_allreduce_params() {
   std::vector<GroupedAllreduceParam> params;
-  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
-                         DataType::kBFloat16, DataType::kInt32, DataType::kInt64,
-                         DataType::kUInt8, DataType::kBool}) {
+  for (DataType dtype :
+       {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
+        DataType::kInt32, DataType::kInt64, DataType::kUInt8, DataType::kBool}) {
     params.emplace_back(dtype, ReduceOp::kSum);
     params.emplace_back(dtype, ReduceOp::kMax);
     if (dtype != DataType::kBool) params.emplace_back(dtype, ReduceOp::kAverage);
@@ -166,9 +166,8 @@ TEST(GroupedAllreduceMoreTest, GroupsSubmittedInDifferentOrders) {
       works.push_back(w);
   };
   auto submit_single = [&](int i) {
-    works.push_back(
-        hvd::allreduce_async(hvd::view(singles[i]), "grp.order.s" + std::to_string(i),
-                             ReduceOp::kSum));
+    works.push_back(hvd::allreduce_async(hvd::view(singles[i]), "grp.order.s" + std::to_string(i),
+                                         ReduceOp::kSum));
   };
   if (my_rank() % 2 == 0) {
     submit_a();
@@ -206,8 +205,8 @@ TEST(GroupedAllgatherTest, RaggedFirstDimensions) {
   std::vector<Buffer> inputs;
   std::vector<hvd::TensorView> views;
   for (std::size_t i = 0; i < dtypes.size(); ++i) {
-    inputs.emplace_back(dtypes[i],
-                        std::vector<std::int64_t>{rows_of(rank, i), static_cast<std::int64_t>(i + 1)});
+    inputs.emplace_back(
+        dtypes[i], std::vector<std::int64_t>{rows_of(rank, i), static_cast<std::int64_t>(i + 1)});
     inputs.back().fill(Pattern::kBits, salt_of(member(group, i)), rank);
   }
   for (auto& b : inputs) views.push_back(b.view());

@@ -59,7 +59,6 @@ constexpr bool is_int_v = std::is_integral_v<T> && !is_bool_v<T>;
 template <typename T>
 using Store = std::conditional_t<is_bool_v<T>, std::uint8_t, T>;
 
-
 // The tests' own 16-bit float codecs (independent of the library's, and
 // inline: the references decode billions of elements).
 inline float float_from_bits(std::uint32_t bits) {

@@ -11,10 +11,10 @@
 #include <tuple>
 #include <vector>
 
+#include "../harness/backend_conformance.h"
 #include "backend/mpi/mpi_backend.h"
 #include "backend/mpi/mpi_context.h"
 #include "backend/mpi/mpi_controller.h"
-#include "../harness/backend_conformance.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 

@@ -277,11 +277,10 @@ TEST(MismatchTest, AlltoallDtype) {
   const std::string name = "mm.alltoall.dtype";
   Buffer t(my_rank() == 0 ? DataType::kFloat32 : DataType::kInt32, 2 * world());
   auto error = error_of([&] { return hvd::alltoall_async(t.view(), {}, name); });
-  expect_error<hvd::Mismatch>(
-      error,
-      {name, "alltoall", "dtype", hvd::dtype_name(DataType::kFloat32),
-       hvd::dtype_name(DataType::kInt32)},
-      {0, 1}, name);
+  expect_error<hvd::Mismatch>(error,
+                              {name, "alltoall", "dtype", hvd::dtype_name(DataType::kFloat32),
+                               hvd::dtype_name(DataType::kInt32)},
+                              {0, 1}, name);
   expect_healthy(name);
 }
 
@@ -311,9 +310,9 @@ TEST(MismatchTest, ReducescatterShape) {
   const std::string name = "mm.reducescatter.shape";
   Buffer t(DataType::kFloat32, my_rank() == 0 ? 4 : 5);
   auto error = error_of([&] { return hvd::reducescatter_async(t.view(), name, ReduceOp::kSum); });
-  expect_error<hvd::Mismatch>(error, {name, "reducescatter", "shape", hvd::shape_str({4}),
-                                      hvd::shape_str({5})},
-                              {0, 1}, name);
+  expect_error<hvd::Mismatch>(
+      error, {name, "reducescatter", "shape", hvd::shape_str({4}), hvd::shape_str({5})}, {0, 1},
+      name);
   expect_healthy(name);
 }
 
@@ -376,8 +375,7 @@ TEST(InvalidArgs, AlltoallAndReducescatter) {
   {
     const std::string name = "bad.reducescatter.min";
     Buffer t(DataType::kInt32, 4);
-    auto error =
-        error_of([&] { return hvd::reducescatter_async(t.view(), name, ReduceOp::kMin); });
+    auto error = error_of([&] { return hvd::reducescatter_async(t.view(), name, ReduceOp::kMin); });
     expect_error<hvd::InvalidArgument>(error, {name, "Sum or Average"}, {}, name);
   }
   {
@@ -394,7 +392,6 @@ TEST(InvalidArgs, AlltoallAndReducescatter) {
   }
   expect_healthy("bad alltoall/reducescatter");
 }
-
 
 // Submitting a name that is still in flight on this rank is an
 // InvalidArgument at submission; the first operation still completes. Needs

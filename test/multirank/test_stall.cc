@@ -46,8 +46,7 @@ TEST(StallTest, WithheldTensorFailsEveryRankWithTheStallError) {
     EXPECT_NE(message.find("missing on rank " + std::to_string(last)), std::string::npos)
         << message;
     EXPECT_NE(message.find("'other'"), std::string::npos) << message;
-    EXPECT_NE(message.find("HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS"), std::string::npos)
-        << message;
+    EXPECT_NE(message.find("HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS"), std::string::npos) << message;
     EXPECT_LT(elapsed, 10.0) << "the stall error came after " << elapsed << " s";
     EXPECT_GE(elapsed, 2.0) << "the stall error came before the shutdown time";
 

@@ -3,7 +3,6 @@
 // the other ranks write nothing. Its own binary: it starts and stops the
 // timeline of the job-wide runtime.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "horovodcpp/horovodcpp.h"
 #include "../harness/timeline_file.h"
+#include "horovodcpp/horovodcpp.h"
 
 namespace {
 
@@ -48,10 +47,10 @@ TEST(Timeline, RankZeroWritesNegotiationFusionAndOps) {
     std::vector<std::vector<float>> grads(4, std::vector<float>(1000, 1.0f));
     std::vector<hvd::Work> works;
     for (std::size_t i = 0; i < grads.size(); ++i) {
-      works.push_back(hvd::allreduce_async(
-          hvd::TensorView(grads[i].data(), hvd::DataType::kFloat32,
-                          {static_cast<std::int64_t>(grads[i].size())}),
-          "timeline.grad." + std::to_string(i), hvd::ReduceOp::kSum));
+      works.push_back(
+          hvd::allreduce_async(hvd::TensorView(grads[i].data(), hvd::DataType::kFloat32,
+                                               {static_cast<std::int64_t>(grads[i].size())}),
+                               "timeline.grad." + std::to_string(i), hvd::ReduceOp::kSum));
     }
     for (hvd::Work& work : works) work.wait();
     for (const auto& grad : grads) ASSERT_FLOAT_EQ(grad[0], static_cast<float>(hvd::size()));

@@ -85,7 +85,8 @@ std::string coordinator_cpus() {
     if (!std::getline(comm, name) || name != "hvd-coordinator") continue;
     std::ifstream status(dir + "/status");
     for (std::string line; std::getline(status, line);) {
-      if (line.rfind("Cpus_allowed_list:", 0) == 0) cpus = line.substr(line.find_last_of("\t ") + 1);
+      if (line.rfind("Cpus_allowed_list:", 0) == 0)
+        cpus = line.substr(line.find_last_of("\t ") + 1);
     }
   }
   closedir(tasks);
@@ -185,10 +186,10 @@ int main(int argc, char** argv) {
         if (f.half) {  // float16 in the first half of the float buffer
           auto* bits = reinterpret_cast<std::uint16_t*>(tensors[t].data());
           std::fill(bits, bits + tensors[t].size(), half_of_small_int(rank + 1));
-          works.push_back(hvd::allreduce_async(
-              hvd::TensorView(bits, hvd::DataType::kFloat16,
-                              {static_cast<std::int64_t>(tensors[t].size())}),
-              name, hvd::ReduceOp::kSum));
+          works.push_back(
+              hvd::allreduce_async(hvd::TensorView(bits, hvd::DataType::kFloat16,
+                                                   {static_cast<std::int64_t>(tensors[t].size())}),
+                                   name, hvd::ReduceOp::kSum));
         } else {
           std::fill(tensors[t].begin(), tensors[t].end(), static_cast<float>(rank + 1));
           works.push_back(hvd::allreduce_async(hvd::view(tensors[t]), name, hvd::ReduceOp::kSum));
@@ -219,9 +220,8 @@ int main(int argc, char** argv) {
     }
     char netns[64] = {};
     if (readlink("/proc/self/ns/net", netns, sizeof netns - 1) < 0) std::strcpy(netns, "unknown");
-    const float result = f.half ? float_of_half(*reinterpret_cast<const std::uint16_t*>(
-                                      values.data()))
-                                : values[0];
+    const float result =
+        f.half ? float_of_half(*reinterpret_cast<const std::uint16_t*>(values.data())) : values[0];
     std::printf("fault_worker rank %d of %d host %s result %g ok netns %s\n", rank, size,
                 where.c_str(), result, netns);
     std::fflush(stdout);

@@ -20,8 +20,7 @@ std::string dump_text(int rank, const std::string& reason,
     const bool done = state == "completed" || state == "failed";
     out << number << '\t' << name << "\tallreduce\tSum\tfloat32\tcpu\t16\t[4]\t0\tshm\t1\t" << state
         << '\t' << 1000000 + number << '\t' << 0 << '\t' << 0 << '\t'
-        << (done ? 1000000 + number + 5 : 0) << '\t' << (state == "failed" ? reason : "")
-        << '\n';
+        << (done ? 1000000 + number + 5 : 0) << '\t' << (state == "failed" ? reason : "") << '\n';
   }
   out << "end\n";
   return out.str();
@@ -56,14 +55,15 @@ TEST(FlightRecorderAnalysis, ParsesAWholeDumpAndRefusesAPartialOne) {
 TEST(FlightRecorderAnalysis, NamesTheRankThatStoppedAndTheMissingDump) {
   const std::string reason = "stall";
   std::map<int, FlightDump> dumps;
-  dumps[0] = parsed(dump_text(0, reason, {{40, "allreduce.fc2", "completed"},
-                                          {41, "allreduce.fc1", "failed"}}));
+  dumps[0] = parsed(
+      dump_text(0, reason, {{40, "allreduce.fc2", "completed"}, {41, "allreduce.fc1", "failed"}}));
   dumps[1] = parsed(dump_text(1, reason, {{40, "allreduce.fc2", "completed"}}));
   const std::vector<std::string> lines = analyze_flight_dumps(dumps, 3);
   EXPECT_TRUE(has_line(lines, "last collective every rank completed: allreduce.fc2 (#40)"));
   EXPECT_TRUE(has_line(lines, "rank 0 waits in allreduce.fc1 (#41)"));
-  EXPECT_TRUE(has_line(lines, "never submitted by rank 1: rank 1 stopped submitting after "
-                              "allreduce.fc2 (#40)"));
+  EXPECT_TRUE(has_line(lines,
+                       "never submitted by rank 1: rank 1 stopped submitting after "
+                       "allreduce.fc2 (#40)"));
   EXPECT_TRUE(has_line(lines, "no dump from rank 2"));
 }
 
@@ -73,8 +73,9 @@ TEST(FlightRecorderAnalysis, RanksWaitingForEachOther) {
   dumps[1] = parsed(dump_text(1, "stall", {{1, "allreduce.b", "launched"}}));
   dumps[2] = parsed(dump_text(2, "stall", {{1, "allreduce.b", "submitted"}}));
   const std::vector<std::string> lines = analyze_flight_dumps(dumps);
-  EXPECT_TRUE(has_line(lines, "rank 0 in allreduce.a and ranks 1-2 in allreduce.b each wait for "
-                              "the other: collectives submitted in different orders"));
+  EXPECT_TRUE(has_line(lines,
+                       "rank 0 in allreduce.a and ranks 1-2 in allreduce.b each wait for "
+                       "the other: collectives submitted in different orders"));
 }
 
 TEST(FlightRecorderAnalysis, AHealthyJob) {

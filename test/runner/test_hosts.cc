@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/placement/hosts.h"
 #include "runner/cli/options.h"
+#include "runner/placement/hosts.h"
 #include "usage_message.h"
 
 namespace hvdrun {
@@ -18,7 +18,8 @@ using Env = std::map<std::string, std::string>;
 // "h1:4,h2:1" form of a host vector, for compact assertions.
 std::string text(const std::vector<Host>& hosts) {
   std::string out;
-  for (const Host& h : hosts) out += (out.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
+  for (const Host& h : hosts)
+    out += (out.empty() ? "" : ",") + h.name + ":" + std::to_string(h.slots);
   return out;
 }
 
@@ -35,12 +36,14 @@ TEST(HostList, BadInputs) {
             "slot count must be at least 1, got 0 in 'h1:0' of host list 'h1:0'");
   EXPECT_EQ(usage_message([] { parse_host_list("h1:-2"); }),
             "bad slot count '-2' in 'h1:-2' of host list 'h1:-2' (expected a whole number >= 1)");
-  EXPECT_EQ(usage_message([] { parse_host_list(":4"); }), "missing host name in ':4' of host list ':4'");
+  EXPECT_EQ(usage_message([] { parse_host_list(":4"); }),
+            "missing host name in ':4' of host list ':4'");
   EXPECT_EQ(usage_message([] { parse_host_list(""); }),
             "empty host list (expected e.g. -H h1:4,h2:4)");
   EXPECT_EQ(usage_message([] { parse_host_list("  "); }),
             "empty host list (expected e.g. -H h1:4,h2:4)");
-  EXPECT_EQ(usage_message([] { parse_host_list("a:1,,b:1"); }), "empty entry in host list 'a:1,,b:1'");
+  EXPECT_EQ(usage_message([] { parse_host_list("a:1,,b:1"); }),
+            "empty entry in host list 'a:1,,b:1'");
   EXPECT_EQ(usage_message([] { parse_host_list("a:1,"); }), "empty entry in host list 'a:1,'");
   EXPECT_EQ(usage_message([] { parse_host_list("h1:"); }),
             "bad slot count '' in 'h1:' of host list 'h1:' (expected a whole number >= 1)");
@@ -59,8 +62,9 @@ TEST(Hostfile, Parses) {
 }
 
 TEST(Hostfile, BadInputs) {
-  EXPECT_EQ(usage_message([] { parse_hostfile_text("node1 slots=x\n"); }),
-            "bad slot count 'x' in hostfile line 1 ('node1 slots=x') (expected a whole number >= 1)");
+  EXPECT_EQ(
+      usage_message([] { parse_hostfile_text("node1 slots=x\n"); }),
+      "bad slot count 'x' in hostfile line 1 ('node1 slots=x') (expected a whole number >= 1)");
   EXPECT_EQ(usage_message([] { parse_hostfile_text("a\nnode1 cpus=4\n"); }),
             "unexpected 'cpus=4' on hostfile line 2 ('node1 cpus=4'); expected 'host slots=N', "
             "'host:N' or 'host'");
@@ -94,8 +98,7 @@ TEST(SlurmNodelist, BadInputs) {
 }
 
 TEST(HostsFromEnvironment, SlurmTasksPerNode) {
-  Env env = {{"SLURM_JOB_NODELIST", "node[01-03,07],gpu5"},
-             {"SLURM_TASKS_PER_NODE", "2(x3),1,4"}};
+  Env env = {{"SLURM_JOB_NODELIST", "node[01-03,07],gpu5"}, {"SLURM_TASKS_PER_NODE", "2(x3),1,4"}};
   EXPECT_EQ(text(hosts_from_environment(env, "")), "node01:2,node02:2,node03:2,node07:1,gpu5:4");
 }
 
@@ -169,7 +172,9 @@ TEST(PlaceRanks, OneHost) {
 }
 
 TEST(PlaceRanks, Errors) {
-  EXPECT_EQ(usage_message([] { place_ranks({{"h1", 2}, {"h2", 2}}, 5); }),
+  EXPECT_EQ(usage_message([] {
+              place_ranks({{"h1", 2}, {"h2", 2}}, 5);
+            }),
             "-np 5 is more than the 4 slots of the hosts (h1:2,h2:2)");
   EXPECT_EQ(usage_message([] { place_ranks({{"h1", 2}}, 0); }), "-np must be at least 1, got 0");
   EXPECT_EQ(usage_message([] { place_ranks({}, 1); }), "no hosts to place ranks on");

@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "runner/placement/environment.h"
-#include "runner/launch/mpi_command.h"
 #include "runner/cli/options.h"
+#include "runner/launch/mpi_command.h"
+#include "runner/placement/environment.h"
 #include "usage_message.h"
 
 namespace hvdrun {
+// The argument lists read as command lines, as written.
+// clang-format off
 namespace {
 
 using Argv = std::vector<std::string>;
@@ -311,4 +313,5 @@ TEST(HostListText, Joins) {
 }
 
 }  // namespace
+// clang-format on
 }  // namespace hvdrun

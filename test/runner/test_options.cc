@@ -15,6 +15,8 @@
 #include "settings/settings.h"
 
 namespace hvdrun {
+// The argument lists read as command lines, as written.
+// clang-format off
 namespace {
 
 using Args = std::vector<std::string>;
@@ -518,4 +520,5 @@ TEST(Options, PeerTimeoutIsForwardedToTheRanks) {
 }
 
 }  // namespace
+// clang-format on
 }  // namespace hvdrun

@@ -1,5 +1,3 @@
-#include "runner/ranks/output_lines.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -7,12 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "runner/ranks/output_lines.h"
+
 using hvdrun::OutputLines;
 
 TEST(OutputLines, PrefixesEveryWholeLineOnce) {
   OutputLines lines("[1]<stdout>: ", false, false);
   EXPECT_EQ(lines.feed("Epoch 1 loss=0.5", false), "");  // held until its newline
-  EXPECT_EQ(lines.feed("\nnext\nrest", false), "[1]<stdout>: Epoch 1 loss=0.5\n[1]<stdout>: next\n");
+  EXPECT_EQ(lines.feed("\nnext\nrest", false),
+            "[1]<stdout>: Epoch 1 loss=0.5\n[1]<stdout>: next\n");
   EXPECT_EQ(lines.feed("", true), "[1]<stdout>: rest\n");
 }
 
@@ -47,8 +48,8 @@ TEST(OutputLines, ATagSplitAcrossReadsIsWaitedFor) {
 
 TEST(OutputLines, MpirunsOwnLinesPassAsTheyAre) {
   OutputLines lines("", true, false);
-  const std::string out = lines.feed(
-      "-----\nmpirun noticed that process rank 1 exited\n[1,0]<stdout>:ok\n", false);
+  const std::string out =
+      lines.feed("-----\nmpirun noticed that process rank 1 exited\n[1,0]<stdout>:ok\n", false);
   EXPECT_EQ(out, "-----\nmpirun noticed that process rank 1 exited\n[1,0]<stdout>:ok\n");
 }
 

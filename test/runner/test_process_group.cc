@@ -222,7 +222,7 @@ TEST_F(ProcessGroupTest, ReportedFailureEndsTheJob) {
   JobWatch watch;
   watch.reported_failure = [start] {
     return seconds_since(start) > 0.5 ? ReportedFailure{"rank 1 stopped answering", {1}}
-                                       : ReportedFailure{};
+                                      : ReportedFailure{};
   };
   std::vector<std::string> lines;
   watch.on_line = [&lines](const std::string& line) { lines.push_back(line); };
@@ -249,10 +249,10 @@ TEST_F(ProcessGroupTest, BlamedRanksOwnExitIsTheCause) {
                ? ReportedFailure{"rank 2 stopped answering (rank 0: it closed)", {2}}
                : ReportedFailure{};
   };
-  JobResult result = run_process_group({shell("sleep 0.8; exit 1", "[0]", ""),
-                                        shell("sleep 1.0; exit 5", "[1]", ""),
-                                        shell("sleep 1.2; exit 7", "[2]", "")},
-                                       1.0, watch);
+  JobResult result = run_process_group(
+      {shell("sleep 0.8; exit 1", "[0]", ""), shell("sleep 1.0; exit 5", "[1]", ""),
+       shell("sleep 1.2; exit 7", "[2]", "")},
+      1.0, watch);
   EXPECT_LT(seconds_since(start), 5.0);
   EXPECT_EQ(result.exit_code, 7);
   EXPECT_EQ(result.failure, "rank 2 ([2]) exited with code 7");

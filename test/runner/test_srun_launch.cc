@@ -2,9 +2,9 @@
 // srun argv and hostfile, and srun's failure lines read back as ranks.
 #include <gtest/gtest.h>
 
-#include "runner/placement/job_setup.h"
 #include "runner/launch/srun_launch.h"
 #include "runner/launch/srun_output.h"
+#include "runner/placement/job_setup.h"
 
 namespace hvdrun {
 namespace {

@@ -25,9 +25,9 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/shm/shm_backend.h"
 #include "../harness/backend_conformance.h"
 #include "../harness/fault_subjob.h"
+#include "backend/shm/shm_backend.h"
 #include "horovodcpp/errors.h"
 #include "horovodcpp/types.h"
 #include "settings/settings.h"

@@ -21,8 +21,8 @@ inline float double_to_float_round_odd(double value) {
   const float nearest = static_cast<float>(value);
   const std::uint32_t bits = float_bits(nearest);
   const double magnitude = value < 0 ? -value : value;
-  const double nearest_magnitude = nearest < 0 ? -static_cast<double>(nearest)
-                                               : static_cast<double>(nearest);
+  const double nearest_magnitude =
+      nearest < 0 ? -static_cast<double>(nearest) : static_cast<double>(nearest);
   // Rounded away from zero: step one unit back toward zero (inf -> FLT_MAX).
   const std::uint32_t truncated = nearest_magnitude > magnitude ? bits - 1 : bits;
   // value != value (NaN) compares unequal too: keep NaN as it is.

@@ -38,9 +38,9 @@ TEST(BatchedCopyPlan, SplitsLongTasksAndDropsEmptyOnes) {
 TEST(BatchedCopyPlan, PackThenUnpackRoundTripsWithScaling) {
   std::vector<float> a = {1, 2, 3}, b = {4, 5}, out_a(3), out_b(2), buffer(5);
   CopyScale prescale{1.0, 2.0};
-  for (const CopyLaunch& l : plan_batched_copies(
-           pack_tasks({{a.data(), 3}, {b.data(), 2}}, buffer.data(), sizeof(float)),
-           sizeof(float))) {
+  for (const CopyLaunch& l :
+       plan_batched_copies(pack_tasks({{a.data(), 3}, {b.data(), 2}}, buffer.data(), sizeof(float)),
+                           sizeof(float))) {
     run_copy_launch_on_host(l, DataType::kFloat32, prescale);
   }
   EXPECT_EQ(buffer, (std::vector<float>{2, 4, 6, 8, 10}));
@@ -82,9 +82,7 @@ TEST(BatchedCopyPlan, JoinedZerosAreNullPiecesThatKeepTheirPlace) {
   EXPECT_EQ(unpack[1].dst, b.data());
 }
 
-TEST(BatchedCopyPlan, LaunchFitsTheKernelParameterLimit) {
-  EXPECT_LE(sizeof(CopyLaunch), 4096u);
-}
+TEST(BatchedCopyPlan, LaunchFitsTheKernelParameterLimit) { EXPECT_LE(sizeof(CopyLaunch), 4096u); }
 
 }  // namespace
 }  // namespace hvd

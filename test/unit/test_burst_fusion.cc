@@ -90,8 +90,8 @@ class BurstFusionTest : public ::testing::Test {
     settings.cycle_time = cycle_time;
     settings.fusion_threshold = fusion_threshold;
     settings.cache_capacity = 1024;
-    coordinator_ = std::make_unique<Coordinator>(controller_, backend_, queue_, settings,
-                                                 nullptr, true, &device_);
+    coordinator_ = std::make_unique<Coordinator>(controller_, backend_, queue_, settings, nullptr,
+                                                 true, &device_);
     coordinator_->start();
   }
   void TearDown() override {

@@ -67,7 +67,8 @@ class FakeEvents : public GpuEvents {
 
 template <typename Pred>
 bool eventually(Pred pred) {
-  for (int i = 0; i < 2000 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 2000 && !pred(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return pred();
 }
 
@@ -88,7 +89,10 @@ TEST(CompletionPoller, CallsBackOnlyAfterTheEventCompletes) {
     caller = std::this_thread::get_id();
     ++calls;
   });
-  poller.watch(e2, [&](std::exception_ptr error) { EXPECT_FALSE(error); calls += 10; });
+  poller.watch(e2, [&](std::exception_ptr error) {
+    EXPECT_FALSE(error);
+    calls += 10;
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(calls, 0);
   events.fake->complete(e2.get());  // out of order: a second stream may finish first

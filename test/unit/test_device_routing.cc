@@ -37,10 +37,14 @@ class FakeBackend : public Backend {
   const char* name() const override { return "fake"; }
   BackendCapabilities capabilities() const override { return {}; }
   void allreduce(void*, std::size_t, DataType, ReduceOp) override { ++calls; }
-  void allgatherv(const void*, void*, const std::vector<std::size_t>&, DataType) override { ++calls; }
+  void allgatherv(const void*, void*, const std::vector<std::size_t>&, DataType) override {
+    ++calls;
+  }
   void broadcast(void*, std::size_t, DataType, int) override { ++calls; }
   void alltoallv(const void*, const std::vector<std::size_t>&, void*,
-                 const std::vector<std::size_t>&, DataType) override { ++calls; }
+                 const std::vector<std::size_t>&, DataType) override {
+    ++calls;
+  }
   void reducescatter(void*, void*, const std::vector<std::size_t>&, DataType, ReduceOp) override {
     ++calls;
   }
@@ -57,9 +61,9 @@ class FakeDevice : public DeviceOperations {
     std::vector<std::string> names;
     for (const TensorEntry* e : group) {
       // A joined rank's zeros: dtype and shape, no host memory to go with them.
-      const std::string zeros = e->input.data ? " (host zeros)"
-                                              : " (zeros of " +
-                                                    std::to_string(e->input.num_elements()) + ")";
+      const std::string zeros = e->input.data
+                                    ? " (host zeros)"
+                                    : " (zeros of " + std::to_string(e->input.num_elements()) + ")";
       names.push_back(e->request.name + (e->joined ? zeros : ""));
       e->work->complete();
     }

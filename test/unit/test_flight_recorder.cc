@@ -18,8 +18,8 @@ using Clock = FlightRecorder::Clock;
 
 std::uint64_t start(FlightRecorder& recorder, const std::string& name,
                     const std::vector<std::int64_t>& shape = {4}) {
-  return recorder.start({name, "allreduce", ReduceOp::kSum, DataType::kFloat32, DeviceType::kCPU,
-                         shape, 0});
+  return recorder.start(
+      {name, "allreduce", ReduceOp::kSum, DataType::kFloat32, DeviceType::kCPU, shape, 0});
 }
 
 std::vector<std::string> lines_of(const FlightRecorder& recorder) {
@@ -97,8 +97,8 @@ TEST(FlightRecorder, DumpsWhileOtherThreadsRecordHoldWholeLines) {
   for (int w = 0; w < 2; ++w) {
     writers.emplace_back([&recorder, &stop, w] {
       for (int i = 0; !stop; ++i) {
-        const std::uint64_t n = start(recorder, "writer" + std::to_string(w) + ".t" +
-                                                    std::to_string(i % 7));
+        const std::uint64_t n =
+            start(recorder, "writer" + std::to_string(w) + ".t" + std::to_string(i % 7));
         recorder.launched(n, n, "shm", Clock::now(), Clock::now());
         if (i % 3 == 0) {
           recorder.failed(n, "an error", Clock::now());

@@ -27,7 +27,8 @@ TEST(FusionPlanTest, KeysNeverMixAndGroupsKeepFirstMemberOrder) {
 }
 
 TEST(FusionPlanTest, OversizedAndUnfusableStandAlone) {
-  auto groups = plan_fusion({fusable("k", 500), fusable("k", 10), single(1), fusable("k", 10)}, 100);
+  auto groups =
+      plan_fusion({fusable("k", 500), fusable("k", 10), single(1), fusable("k", 10)}, 100);
   EXPECT_EQ(groups, (Groups{{0}, {1, 3}, {2}}));
 }
 
@@ -47,9 +48,8 @@ FusionCandidate grouped(const std::string& group, const std::string& key, std::s
 }
 
 TEST(FusionPlanTest, GroupFusesWholeBeyondTheThreshold) {
-  auto groups = plan_fusion({grouped("g", "f32", 60), grouped("g", "f32", 60),
-                             grouped("g", "f32", 60)},
-                            100);
+  auto groups =
+      plan_fusion({grouped("g", "f32", 60), grouped("g", "f32", 60), grouped("g", "f32", 60)}, 100);
   EXPECT_EQ(groups, (Groups{{0, 1, 2}}));
   // Even with fusion disabled.
   EXPECT_EQ(plan_fusion({grouped("g", "k", 1), grouped("g", "k", 1)}, 0), (Groups{{0, 1}}));
@@ -63,9 +63,8 @@ TEST(FusionPlanTest, GroupNeverMixesWithOutsidersOrOtherGroups) {
 }
 
 TEST(FusionPlanTest, GroupMembersWithDifferentKeysSplitByKey) {
-  auto groups = plan_fusion({grouped("g", "f32", 8), grouped("g", "f64", 8),
-                             grouped("g", "f32", 8), single(4)},
-                            64);
+  auto groups = plan_fusion(
+      {grouped("g", "f32", 8), grouped("g", "f64", 8), grouped("g", "f32", 8), single(4)}, 64);
   EXPECT_EQ(groups, (Groups{{0, 2}, {1}, {3}}));
 }
 

@@ -52,10 +52,9 @@ struct Format {
   double max_finite() const { return std::ldexp(2.0 - std::ldexp(1.0, -mant_bits), emax); }
 };
 
-const Format kHalf{"float16", 10, 15, float_to_half_bits, half_bits_to_float,
-                   double_to_half_bits};
-const Format kBFloat16{"bfloat16", 7, 127, float_to_bfloat16_bits, bfloat16_bits_to_float,
-                       double_to_bfloat16_bits};
+const Format kHalf{"float16", 10, 15, float_to_half_bits, half_bits_to_float, double_to_half_bits};
+const Format kBFloat16{
+    "bfloat16", 7, 127, float_to_bfloat16_bits, bfloat16_bits_to_float, double_to_bfloat16_bits};
 
 // The value a bit pattern encodes, from the definition of the format.
 double ref_decode(const Format& f, std::uint16_t bits) {
@@ -214,15 +213,15 @@ TEST(Float16, KnownValues) {
   EXPECT_EQ(float_to_half_bits(-2.0f), 0xc000);
   EXPECT_EQ(float_to_half_bits(0.0f), 0x0000);
   EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000);
-  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);     // largest finite
-  EXPECT_EQ(float_to_half_bits(65519.996f), 0x7bff);   // just below the tie
-  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);     // tie: rounds to "even" inf
+  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);    // largest finite
+  EXPECT_EQ(float_to_half_bits(65519.996f), 0x7bff);  // just below the tie
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);    // tie: rounds to "even" inf
   EXPECT_EQ(float_to_half_bits(1e10f), 0x7c00);
   EXPECT_EQ(float_to_half_bits(-FLT_MAX), 0xfc00);
   EXPECT_EQ(float_to_half_bits(INFINITY), 0x7c00);
   EXPECT_EQ(float_to_half_bits(-INFINITY), 0xfc00);
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);         // tie to even 0
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);  // tie to even 0
   EXPECT_EQ(float_to_half_bits(std::ldexp(1.5f, -25)), 0x0001);
   EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);         // tie to even 2
   EXPECT_EQ(float_to_half_bits(std::ldexp(2047.0f, -25)), 0x0400);      // tie into normals
@@ -246,9 +245,9 @@ TEST(BFloat16, KnownValues) {
   EXPECT_EQ(float_to_bfloat16_bits(-0.0f), 0x8000);
   EXPECT_EQ(float_to_bfloat16_bits(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie to even
   EXPECT_EQ(float_to_bfloat16_bits(1.0f + std::ldexp(3.0f, -8)), 0x3f82);  // tie to even
-  EXPECT_EQ(float_to_bfloat16_bits(float_of(0x3f808001u)), 0x3f81);       // above the tie
-  EXPECT_EQ(float_to_bfloat16_bits(FLT_MAX), 0x7f80);                     // overflow
-  EXPECT_EQ(float_to_bfloat16_bits(float_of(0x7f7f7fffu)), 0x7f7f);       // below the tie
+  EXPECT_EQ(float_to_bfloat16_bits(float_of(0x3f808001u)), 0x3f81);        // above the tie
+  EXPECT_EQ(float_to_bfloat16_bits(FLT_MAX), 0x7f80);                      // overflow
+  EXPECT_EQ(float_to_bfloat16_bits(float_of(0x7f7f7fffu)), 0x7f7f);        // below the tie
   EXPECT_EQ(float_to_bfloat16_bits(-INFINITY), 0xff80);
   EXPECT_EQ(float_to_bfloat16_bits(float_of(0x00008000u)), 0x0000);  // subnormal tie, even
   EXPECT_EQ(float_to_bfloat16_bits(float_of(0x00018000u)), 0x0002);  // subnormal tie, even
@@ -268,9 +267,9 @@ TEST(HalfTypes, WrappersConvertThroughFloat) {
 }
 
 TEST(Types, NamesAndErrors) {
-  const char* const dtypes[kNumDataTypes] = {"uint8",    "int8",     "uint16",  "int16",
-                                             "int32",    "int64",    "float16", "bfloat16",
-                                             "float32",  "float64",  "bool"};
+  const char* const dtypes[kNumDataTypes] = {"uint8",   "int8",    "uint16",  "int16",
+                                             "int32",   "int64",   "float16", "bfloat16",
+                                             "float32", "float64", "bool"};
   for (int i = 0; i < kNumDataTypes; ++i) {
     EXPECT_STREQ(dtype_name(static_cast<DataType>(i)), dtypes[i]);
   }

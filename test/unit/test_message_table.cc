@@ -222,8 +222,9 @@ TEST(BuildResponseTest, AlltoallBadSplitsNameTheRank) {
   EXPECT_EQ(r.error_kind, ErrorKind::kInvalidArgument);
   EXPECT_TRUE(contains(r.error_message, "'tokens'")) << r.error_message;
   EXPECT_TRUE(contains(r.error_message, "rank 0: negative split -1")) << r.error_message;
-  EXPECT_TRUE(contains(r.error_message, "rank 1: splits [1, 1, 1] sum to 3 but the first "
-                                        "dimension is 4"))
+  EXPECT_TRUE(contains(r.error_message,
+                       "rank 1: splits [1, 1, 1] sum to 3 but the first "
+                       "dimension is 4"))
       << r.error_message;
   EXPECT_TRUE(contains(r.error_message, "rank 2: splits have 2 entries")) << r.error_message;
 }
@@ -255,7 +256,10 @@ std::vector<Request> reducescatter_requests(int size) {
 TEST(BuildResponseTest, ReducescatterChecksLikeAllreduce) {
   EXPECT_EQ(build_response(reducescatter_requests(3)).error_kind, ErrorKind::kNone);
   const std::pair<const char*, void (*)(Request&)> cases[] = {
-      {"shape differs", [](Request& r) { r.shape = {5, 2}; }},
+      {"shape differs",
+       [](Request& r) {
+         r.shape = {5, 2};
+       }},
       {"reduce op differs", [](Request& r) { r.reduce_op = ReduceOp::kSum; }},
       {"prescale factor differs", [](Request& r) { r.prescale_factor = 2; }},
       {"postscale factor differs", [](Request& r) { r.postscale_factor = 2; }},

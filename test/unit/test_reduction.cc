@@ -75,13 +75,21 @@ struct IntTraits {
       for (int i = 0; i < 256; ++i) v.push_back(static_cast<T>(i));
       return v;
     }
-    v = {0, 1, 2, 3, 100, L::max(), L::min(), static_cast<T>(L::max() - 1),
-         static_cast<T>(L::min() + 1), static_cast<T>(L::max() / 2 + 1)};
+    v = {0,
+         1,
+         2,
+         3,
+         100,
+         L::max(),
+         L::min(),
+         static_cast<T>(L::max() - 1),
+         static_cast<T>(L::min() + 1),
+         static_cast<T>(L::max() / 2 + 1)};
     if (std::is_signed_v<T>) v.insert(v.end(), {static_cast<T>(-1), static_cast<T>(-2)});
     return v;
   }
   static T random(Rng& rng) {
-    if (rng() % 2) return static_cast<T>(rng());           // full range: wraps
+    if (rng() % 2) return static_cast<T>(rng());              // full range: wraps
     return static_cast<T>(static_cast<int>(rng() % 17) - 8);  // small
   }
   static T reduce(ReduceOp op, T a, T b) {
@@ -180,9 +188,22 @@ struct IeeeCodec {
   static F encode(double d) { return static_cast<F>(d); }
   static std::vector<F> edges() {
     using L = std::numeric_limits<F>;
-    return {0, -F(0), 1, -1, F(0.5), 3, L::infinity(), -L::infinity(), L::quiet_NaN(),
-            -L::quiet_NaN(), L::max(), L::lowest(), L::min(), L::denorm_min(),
-            -L::denorm_min(), L::epsilon()};
+    return {0,
+            -F(0),
+            1,
+            -1,
+            F(0.5),
+            3,
+            L::infinity(),
+            -L::infinity(),
+            L::quiet_NaN(),
+            -L::quiet_NaN(),
+            L::max(),
+            L::lowest(),
+            L::min(),
+            L::denorm_min(),
+            -L::denorm_min(),
+            L::epsilon()};
   }
   static F random(Rng& rng) {
     if (rng() % 4 != 0) return static_cast<F>(random_magnitude(rng, kMinExp, kMaxExp));
@@ -200,7 +221,11 @@ using Float64Codec = IeeeCodec<double, std::uint64_t, -1080, 1026>;
 template <typename S, float (*kDecode)(std::uint16_t), std::uint16_t (*kEncode)(double),
           std::uint16_t... kEdges>
 struct HalfCodec {
-  static S make(std::uint16_t bits) { S v; v.bits = bits; return v; }
+  static S make(std::uint16_t bits) {
+    S v;
+    v.bits = bits;
+    return v;
+  }
   static double decode(S v) { return kDecode(v.bits); }
   static S encode(double d) { return make(kEncode(d)); }
   static std::vector<S> edges() { return {make(kEdges)...}; }
@@ -209,27 +234,37 @@ struct HalfCodec {
     return encode(random_magnitude(rng, -8, 8));
   }
 };
-using Float16Codec =
-    HalfCodec<float16_t, half_bits_to_float, double_to_half_bits, 0x0000, 0x8000, 0x3c00, 0xbc00,
-              0x3c01, 0x1000, 0x7bff, 0xfbff, 0x0001, 0x8001, 0x03ff, 0x0400, 0x7c00, 0xfc00,
-              0x7e00, 0xfe00, 0x7c01>;
-using BFloat16Codec =
-    HalfCodec<bfloat16_t, bfloat16_bits_to_float, double_to_bfloat16_bits, 0x0000, 0x8000,
-              0x3f80, 0xbf80, 0x3f81, 0x3bc0, 0x7f7f, 0xff7f, 0x0001, 0x8001, 0x007f, 0x0080,
-              0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81>;
+using Float16Codec = HalfCodec<float16_t, half_bits_to_float, double_to_half_bits, 0x0000, 0x8000,
+                               0x3c00, 0xbc00, 0x3c01, 0x1000, 0x7bff, 0xfbff, 0x0001, 0x8001,
+                               0x03ff, 0x0400, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01>;
+using BFloat16Codec = HalfCodec<bfloat16_t, bfloat16_bits_to_float, double_to_bfloat16_bits, 0x0000,
+                                0x8000, 0x3f80, 0xbf80, 0x3f81, 0x3bc0, 0x7f7f, 0xff7f, 0x0001,
+                                0x8001, 0x007f, 0x0080, 0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81>;
 
-template <typename T> struct Traits;
-template <> struct Traits<std::uint8_t> : IntTraits<std::uint8_t> {};
-template <> struct Traits<std::int8_t> : IntTraits<std::int8_t> {};
-template <> struct Traits<std::uint16_t> : IntTraits<std::uint16_t> {};
-template <> struct Traits<std::int16_t> : IntTraits<std::int16_t> {};
-template <> struct Traits<std::int32_t> : IntTraits<std::int32_t> {};
-template <> struct Traits<std::int64_t> : IntTraits<std::int64_t> {};
-template <> struct Traits<float16_t> : FloatTraits<float16_t, Float16Codec> {};
-template <> struct Traits<bfloat16_t> : FloatTraits<bfloat16_t, BFloat16Codec> {};
-template <> struct Traits<float> : FloatTraits<float, Float32Codec> {};
-template <> struct Traits<double> : FloatTraits<double, Float64Codec> {};
-template <> struct Traits<bool> : BoolTraits {};
+template <typename T>
+struct Traits;
+template <>
+struct Traits<std::uint8_t> : IntTraits<std::uint8_t> {};
+template <>
+struct Traits<std::int8_t> : IntTraits<std::int8_t> {};
+template <>
+struct Traits<std::uint16_t> : IntTraits<std::uint16_t> {};
+template <>
+struct Traits<std::int16_t> : IntTraits<std::int16_t> {};
+template <>
+struct Traits<std::int32_t> : IntTraits<std::int32_t> {};
+template <>
+struct Traits<std::int64_t> : IntTraits<std::int64_t> {};
+template <>
+struct Traits<float16_t> : FloatTraits<float16_t, Float16Codec> {};
+template <>
+struct Traits<bfloat16_t> : FloatTraits<bfloat16_t, BFloat16Codec> {};
+template <>
+struct Traits<float> : FloatTraits<float, Float32Codec> {};
+template <>
+struct Traits<double> : FloatTraits<double, Float64Codec> {};
+template <>
+struct Traits<bool> : BoolTraits {};
 
 // Every pair of edge values (all pairs for 8-bit types and bool), then random
 // pairs; an odd count so vector loops run their scalar tails.
@@ -261,8 +296,8 @@ void expect_all(const std::vector<typename Traits<T>::Store>& out, Expected expe
     if (Traits<T>::same(want, out[i])) continue;
     if (++misses <= 5) {
       ADD_FAILURE() << "element " << i << ": a = " << Traits<T>::str(a[i])
-                    << ", b = " << Traits<T>::str(b[i]) << ": expected "
-                    << Traits<T>::str(want) << ", got " << Traits<T>::str(out[i]);
+                    << ", b = " << Traits<T>::str(b[i]) << ": expected " << Traits<T>::str(want)
+                    << ", got " << Traits<T>::str(out[i]);
     }
   }
   EXPECT_EQ(misses, 0u) << "of " << out.size() << " elements";
@@ -270,12 +305,14 @@ void expect_all(const std::vector<typename Traits<T>::Store>& out, Expected expe
 
 template <typename T>
 class KernelTest : public ::testing::Test {};
-using AllTypes = ::testing::Types<std::uint8_t, std::int8_t, std::uint16_t, std::int16_t,
-                                  std::int32_t, std::int64_t, float16_t, bfloat16_t, float,
-                                  double, bool>;
+using AllTypes =
+    ::testing::Types<std::uint8_t, std::int8_t, std::uint16_t, std::int16_t, std::int32_t,
+                     std::int64_t, float16_t, bfloat16_t, float, double, bool>;
 struct DtypeNames {
   template <typename T>
-  static std::string GetName(int) { return dtype_name(dtype_of<T>()); }
+  static std::string GetName(int) {
+    return dtype_name(dtype_of<T>());
+  }
 };
 TYPED_TEST_SUITE(KernelTest, AllTypes, DtypeNames);
 
@@ -292,12 +329,13 @@ TYPED_TEST(KernelTest, ReduceIntoMatchesScalarReference) {
     reduce_into(dtype_of<TypeParam>(), op, out.data() + 1, b.data() + 1, n - 2);
     expect_all<TypeParam>(
         out,
-        [&](std::size_t i) { return i == 0 || i == n - 1 ? a[i] : Tr::reduce(op, a[i], b[i]); },
-        a, b);
+        [&](std::size_t i) { return i == 0 || i == n - 1 ? a[i] : Tr::reduce(op, a[i], b[i]); }, a,
+        b);
     // inout == in is allowed.
     out = a;
     reduce_into(dtype_of<TypeParam>(), op, out.data(), out.data(), n);
-    expect_all<TypeParam>(out, [&](std::size_t i) { return Tr::reduce(op, a[i], a[i]); }, a, a);
+    expect_all<TypeParam>(
+        out, [&](std::size_t i) { return Tr::reduce(op, a[i], a[i]); }, a, a);
   }
 }
 
@@ -314,16 +352,16 @@ TYPED_TEST(KernelTest, ScaleInPlaceMatchesScalarReference) {
   using Tr = Traits<TypeParam>;
   std::vector<typename Tr::Store> a, unused;
   make_pairs<TypeParam>(&a, &unused);
-  const std::pair<double, double> cases[] = {{1, 1},   {2, 1},   {3, 1},  {4, 1},  {7, 1},
-                                             {3, 0.1}, {2, 0.5}, {1, 3},  {1, 2.5}, {2.5, 1},
+  const std::pair<double, double> cases[] = {{1, 1},   {2, 1},   {3, 1},   {4, 1},   {7, 1},
+                                             {3, 0.1}, {2, 0.5}, {1, 3},   {1, 2.5}, {2.5, 1},
                                              {0.5, 1}, {-2, 1},  {8, 1e30}};
   for (const auto& scaling : cases) {
     const double divisor = scaling.first, factor = scaling.second;  // lambdas capture these
     SCOPED_TRACE("divisor " + std::to_string(divisor) + ", factor " + std::to_string(factor));
     auto out = a;
     scale_in_place(dtype_of<TypeParam>(), out.data(), out.size(), divisor, factor);
-    expect_all<TypeParam>(out, [&](std::size_t i) { return Tr::scale(a[i], divisor, factor); },
-                          a, a);
+    expect_all<TypeParam>(
+        out, [&](std::size_t i) { return Tr::scale(a[i], divisor, factor); }, a, a);
   }
   typename Tr::Store x[1] = {};
   EXPECT_THROW(scale_in_place(dtype_of<TypeParam>(), x, 1, 0.0, 1.0), InvalidArgument);
@@ -558,8 +596,8 @@ TEST(ScaleCopyTest, OutOfPlaceMatchesInPlaceAndKeepsSource) {
 
 // ---- reduce_many: n inputs in one pass ----
 
-constexpr DataType kManyDtypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kUInt16,
-                                    DataType::kInt16,   DataType::kInt32,   DataType::kInt64,
+constexpr DataType kManyDtypes[] = {DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,
+                                    DataType::kInt16,   DataType::kInt32,    DataType::kInt64,
                                     DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                                     DataType::kFloat64, DataType::kBool};
 
@@ -629,8 +667,8 @@ TEST(ReduceMany, MatchesFoldAndPortablePathInAndOutOfPlace) {
     for (ReduceOp op : kOps) {
       for (std::size_t n : {1, 2, 3, 4, 5}) {
         for (std::size_t count : {0, 1, 63, 64, 65, 300, 1024, 2500}) {
-          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + reduce_op_name(op) + " n=" +
-                       std::to_string(n) + " count=" + std::to_string(count));
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + reduce_op_name(op) +
+                       " n=" + std::to_string(n) + " count=" + std::to_string(count));
           const std::size_t bytes = count * dtype_size(dtype);
           std::vector<std::vector<unsigned char>> inputs(n, std::vector<unsigned char>(bytes));
           for (auto& input : inputs) {

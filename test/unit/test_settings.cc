@@ -215,8 +215,7 @@ TEST(SettingsNoEffect, OneLineForEachKnobSetToSomethingElse) {
             "HOROVOD_TORUS_ALLREDUCE=1 is accepted and has no effect: there is no 2D torus "
             "allreduce; CUDA allreduce is flat NCCL or hierarchical "
             "(HOROVODCPP_HIERARCHICAL_ALLREDUCE)");
-  EXPECT_EQ(lines[1].rfind("HOROVODCPP_NUM_NCCL_STREAMS=4 is accepted and has no effect: ", 0),
-            0u);
+  EXPECT_EQ(lines[1].rfind("HOROVODCPP_NUM_NCCL_STREAMS=4 is accepted and has no effect: ", 0), 0u);
   EXPECT_EQ(lines[2].rfind("HOROVOD_CCL_CACHE=0 is accepted", 0), 0u);
 }
 

@@ -170,7 +170,8 @@ TEST(StallInspectorTest, WarnsOncePerTensorPerCheckInterval) {
   auto report = stall.check(list, 2, t0 + seconds(120));
   std::string all;
   for (const std::string& line : report.warnings) all += line + "\n";
-  EXPECT_TRUE(contains(all, "tensor 'b' (allreduce) submitted by rank 1; missing on rank 0")) << all;
+  EXPECT_TRUE(contains(all, "tensor 'b' (allreduce) submitted by rank 1; missing on rank 0"))
+      << all;
   EXPECT_TRUE(contains(all, "stalled for 120 s: tensor 'a'")) << "a is due again at 120 s: " << all;
   EXPECT_TRUE(stall.check(list, 2, t0 + seconds(150)).warnings.empty());
 }
@@ -185,10 +186,10 @@ TEST(StallInspectorTest, GroupsTensorsMissingOnTheSameRanksAndCapsNames) {
   auto report = stall.check(list, 4, t0 + seconds(30));
   ASSERT_EQ(report.warnings.size(), 3u);  // two groups and the hint
   // Oldest first; "bcast" and "g0" have the same age, "bcast" is missing on rank 0.
-  std::string missing3 = contains(report.warnings[0], "missing on rank 3") ? report.warnings[0]
-                                                                            : report.warnings[1];
-  std::string missing0 = contains(report.warnings[0], "missing on rank 0") ? report.warnings[0]
-                                                                            : report.warnings[1];
+  std::string missing3 =
+      contains(report.warnings[0], "missing on rank 3") ? report.warnings[0] : report.warnings[1];
+  std::string missing0 =
+      contains(report.warnings[0], "missing on rank 0") ? report.warnings[0] : report.warnings[1];
   EXPECT_EQ(missing3,
             "stalled for up to 30 s: 8 tensors 'g0' (allreduce), 'g1' (allreduce), "
             "'g2' (allreduce), 'g3' (allreduce), 'g4' (allreduce) and 3 more submitted by "
@@ -237,9 +238,9 @@ TEST(StallInspectorTest, CheckTimeZeroDisablesWarnings) {
 TEST(StallInspectorTest, ShutdownErrorNamesTensorsAndMissingRanks) {
   auto stall = inspector(60, 600);
   std::vector<PendingTensor> list = {
-      pending("withheld", {0, 1}, t0),                        // 600 s: over the limit
-      pending("other", {2}, t0 + seconds(500)),               // 100 s: stalled too
-      pending("fresh", {0}, t0 + seconds(599)),               // 1 s: in transit, not named
+      pending("withheld", {0, 1}, t0),           // 600 s: over the limit
+      pending("other", {2}, t0 + seconds(500)),  // 100 s: stalled too
+      pending("fresh", {0}, t0 + seconds(599)),  // 1 s: in transit, not named
   };
   EXPECT_TRUE(stall.check(list, 3, t0 + milliseconds(599900)).error.empty());
   auto report = stall.check(list, 3, t0 + seconds(600));
@@ -248,7 +249,8 @@ TEST(StallInspectorTest, ShutdownErrorNamesTensorsAndMissingRanks) {
   const std::string& e = report.error;
   EXPECT_TRUE(contains(e, "600 s")) << e;
   EXPECT_TRUE(contains(e, "HOROVODCPP_STALL_SHUTDOWN_TIME_SECONDS")) << e;
-  EXPECT_TRUE(contains(e, "tensor 'withheld' (allreduce) submitted by ranks 0, 1; missing on rank 2"))
+  EXPECT_TRUE(
+      contains(e, "tensor 'withheld' (allreduce) submitted by ranks 0, 1; missing on rank 2"))
       << e;
   EXPECT_TRUE(contains(e, "tensor 'other' (allreduce) submitted by rank 2; missing on ranks 0, 1"))
       << e;
@@ -259,7 +261,8 @@ TEST(StallInspectorTest, ShutdownErrorNamesTensorsAndMissingRanks) {
 TEST(StallInspectorTest, ShutdownWithoutWarningsStillNamesTheTensor) {
   auto stall = inspector(0, 5);
   auto report = stall.check({pending("w", {1})}, 2, t0 + seconds(5));
-  EXPECT_TRUE(contains(report.error, "tensor 'w' (allreduce) submitted by rank 1; missing on rank 0"))
+  EXPECT_TRUE(
+      contains(report.error, "tensor 'w' (allreduce) submitted by rank 1; missing on rank 0"))
       << report.error;
 }
 

@@ -135,7 +135,7 @@ TEST_P(StoreConformance, AddCountsAndRefusesTextAndOverflow) {
 TEST_P(StoreConformance, ConcurrentAddsFromManyClientsAreExact) {
   constexpr int kThreads = 8;
   constexpr int kAdds = 100;
-  auto shared = client();  // half the threads share one client
+  auto shared = client();         // half the threads share one client
   shared->set("unrelated", "x");  // the store exists before the race
   std::vector<std::vector<long long>> seen(kThreads);
   std::vector<std::thread> threads;

@@ -127,7 +127,8 @@ TEST_F(TcpStoreTest, ServerClosesMisbehavingConnections) {
   {
     int fd = RawConnect(server_.port());
     // (At least a proof's length: shorter input waits for the handshake timeout.)
-    const char garbage[] = "GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n";
+    const char garbage[] =
+        "GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n";
     ASSERT_GT(::send(fd, garbage, sizeof(garbage) - 1, MSG_NOSIGNAL), 0);
     EXPECT_TRUE(ClosedByPeer(fd));
     ::close(fd);
@@ -336,7 +337,7 @@ TEST_F(TcpStoreTest, TheJobIsServedWhileStrangersFloodTheStore) {
       if (kind == 0 || kind == 2) {
         ::close(fd);
       } else {
-        idle.push_back(fd);  // held open until the flood ends
+        idle.push_back(fd);        // held open until the flood ends
         if (idle.size() >= 700) {  // two such strangers: more than the server keeps
           ::close(idle.front());
           idle.erase(idle.begin());

@@ -1,7 +1,5 @@
 // HOROVODCPP_THREAD_AFFINITY (Horovod's format): one CPU id per rank of the
 // host; bad lists fail init() with a message naming the variable.
-#include "core/runtime/thread_affinity.h"
-
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -9,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "core/runtime/thread_affinity.h"
 #include "horovodcpp/errors.h"
 
 namespace hvd {
@@ -47,7 +46,7 @@ TEST(ThreadAffinity, BadListsSayWhatIsWrong) {
             "one per rank");
   for (const std::string bad : {"x", "-1", "", "1024"}) {
     EXPECT_EQ(error_of("0," + bad, 0, 2), "HOROVODCPP_THREAD_AFFINITY='0," + bad + "': '" + bad +
-                                               "' is not a CPU id (a whole number from 0 to 1023)");
+                                              "' is not a CPU id (a whole number from 0 to 1023)");
   }
   EXPECT_EQ(error_of("1000", 0, 1),
             "HOROVODCPP_THREAD_AFFINITY='1000': local rank 0 gets CPU 1000, which this process "

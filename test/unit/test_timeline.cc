@@ -22,8 +22,8 @@
 namespace hvd {
 namespace {
 
-using test::read_file;
 using test::json_without_last_event;
+using test::read_file;
 using test::valid_json;
 
 std::size_t count(const std::string& text, const std::string& what) {
@@ -114,8 +114,8 @@ TEST(Timeline, FileIsCompleteJsonWhenTheWriterIsKilled) {
     // Complete JSON, unless the kill landed inside a write: then only its
     // last event may be cut short.
     EXPECT_TRUE(valid_json(path) || json_without_last_event(path))
-        << "killed after " << 100 + 37 * attempt << " ms; ends with: "
-        << text.substr(text.size() > 200 ? text.size() - 200 : 0);
+        << "killed after " << 100 + 37 * attempt
+        << " ms; ends with: " << text.substr(text.size() > 200 ? text.size() - 200 : 0);
     EXPECT_FALSE(test::traced_events(path, "ALLREDUCE").empty());
     std::remove(path.c_str());
   }

@@ -23,10 +23,14 @@ std::optional<Task> task_of(const Env& env) {
 
 // Rank `rank` of `torchrun --nnodes=2 --nproc_per_node=3`.
 Env six_ranks(int rank) {
-  return {{"RANK", std::to_string(rank)},      {"WORLD_SIZE", "6"},
-          {"LOCAL_RANK", std::to_string(rank % 3)}, {"LOCAL_WORLD_SIZE", "3"},
-          {"GROUP_RANK", std::to_string(rank / 3)}, {"MASTER_ADDR", "node1"},
-          {"MASTER_PORT", "29500"},                {"TORCHELASTIC_RUN_ID", "job7"}};
+  return {{"RANK", std::to_string(rank)},
+          {"WORLD_SIZE", "6"},
+          {"LOCAL_RANK", std::to_string(rank % 3)},
+          {"LOCAL_WORLD_SIZE", "3"},
+          {"GROUP_RANK", std::to_string(rank / 3)},
+          {"MASTER_ADDR", "node1"},
+          {"MASTER_PORT", "29500"},
+          {"TORCHELASTIC_RUN_ID", "job7"}};
 }
 
 TEST(TorchrunTask, NoneWithoutRankAndWorldSize) {

@@ -35,8 +35,8 @@ void bind_errors(py::module_& m) {
                     "A wait with a timeout expired; the operation is still in flight.");
   static PyObject* rank_failure = new_exception(
       m, "RankFailureError", base, "A rank failed or shut down before the operation completed.");
-  static PyObject* backend = new_exception(m, "BackendError", base,
-                                           "The communication library reported an error.");
+  static PyObject* backend =
+      new_exception(m, "BackendError", base, "The communication library reported an error.");
 
   py::register_exception_translator([](std::exception_ptr error) {
     try {

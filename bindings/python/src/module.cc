@@ -64,8 +64,7 @@ void bind_basics(py::module_& m) {
         "others' allreduces. Returns the last rank to join.");
   m.def("start_timeline", &hvd::start_timeline, py::arg("path"), py::arg("mark_cycles") = false);
   m.def("stop_timeline", &hvd::stop_timeline, no_gil);
-  m.def("dump_flight_recorder", &hvd::dump_flight_recorder, py::arg("reason") = "on demand",
-        no_gil,
+  m.def("dump_flight_recorder", &hvd::dump_flight_recorder, py::arg("reason") = "on demand", no_gil,
         "Writes this rank's flight recorder dump now; returns its path ('' when off).");
   m.def("built_transports", &hvd::built_transports,
         "The transports of this build, in order of preference.");

@@ -84,8 +84,7 @@ void allreduce(py::object input, py::object output, const std::string& name, hvd
   if (!output.is_none()) out = import_on(output, true, stream);
   try {
     py::gil_scoped_release release;
-    hvd::allreduce(in.view, out ? out->view : in.view, name, op, prescale, postscale, set,
-                   timeout);
+    hvd::allreduce(in.view, out ? out->view : in.view, name, op, prescale, postscale, set, timeout);
   } catch (const hvd::Timeout&) {
     // Still in flight, with no handle to wait for: its tensors are kept
     // for good (a timed-out job is ending), never freed under the core.
@@ -132,9 +131,9 @@ std::vector<Work> allreduce_async_many(const std::vector<py::object>& inputs,
                                        std::uintptr_t stream) {
   release_finished();
   auto tensors = import_all(inputs, true, stream);
-  return member_works(hvd::allreduce_async_many(views(tensors), names, op, prescale, postscale,
-                                                resolve(ps)),
-                      tensors);
+  return member_works(
+      hvd::allreduce_async_many(views(tensors), names, op, prescale, postscale, resolve(ps)),
+      tensors);
 }
 
 std::vector<Work> grouped_allreduce_async(const std::vector<py::object>& inputs,

@@ -45,9 +45,8 @@ hvd::DataType dtype_from_dlpack(const DLDataType& t) {
         break;
     }
   }
-  throw py::value_error("unsupported tensor dtype (DLPack code " + std::to_string(t.code) +
-                        ", " + std::to_string(t.bits) + " bits, " + std::to_string(t.lanes) +
-                        " lanes)");
+  throw py::value_error("unsupported tensor dtype (DLPack code " + std::to_string(t.code) + ", " +
+                        std::to_string(t.bits) + " bits, " + std::to_string(t.lanes) + " lanes)");
 }
 
 hvd::Device device_from_dlpack(const DLDevice& device) {
@@ -78,8 +77,7 @@ bool is_contiguous(const std::vector<std::int64_t>& shape, const std::int64_t* s
 ImportedTensor import_dlpack(py::handle obj) {
   py::object capsule = py::reinterpret_borrow<py::object>(obj);
   if (!PyCapsule_CheckExact(obj.ptr())) capsule = obj.attr("__dlpack__")();
-  auto* managed =
-      static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (managed == nullptr) throw py::error_already_set();  // e.g. a consumed capsule
   // The consumer owns the tensor from here on: renaming tells the capsule's
   // destructor not to free it.
@@ -93,9 +91,9 @@ ImportedTensor import_dlpack(py::handle obj) {
     throw py::value_error("tensor is not contiguous; call .contiguous() first");
   }
   ImportedTensor result;
-  result.view = hvd::TensorView(static_cast<char*>(t.data) + t.byte_offset,
-                                dtype_from_dlpack(t.dtype), std::move(shape),
-                                device_from_dlpack(t.device));
+  result.view =
+      hvd::TensorView(static_cast<char*>(t.data) + t.byte_offset, dtype_from_dlpack(t.dtype),
+                      std::move(shape), device_from_dlpack(t.device));
   result.keep = std::move(keep);
   return result;
 }
@@ -127,8 +125,8 @@ ImportedTensor import_buffer(py::handle obj, bool writable) {
     throw py::type_error(std::string("expected a tensor (DLPack or buffer protocol), got ") +
                          Py_TYPE(obj.ptr())->tp_name);
   }
-  auto info = std::make_shared<py::buffer_info>(
-      py::reinterpret_borrow<py::buffer>(obj).request(writable));
+  auto info =
+      std::make_shared<py::buffer_info>(py::reinterpret_borrow<py::buffer>(obj).request(writable));
   std::vector<std::int64_t> shape(info->shape.begin(), info->shape.end());
   std::vector<std::int64_t> strides;
   for (py::ssize_t stride : info->strides) {
@@ -139,8 +137,8 @@ ImportedTensor import_buffer(py::handle obj, bool writable) {
     throw py::value_error("buffer is not C-contiguous");
   }
   ImportedTensor result;
-  result.view = hvd::TensorView(info->ptr, dtype_from_format(info->format, info->itemsize),
-                                std::move(shape));
+  result.view =
+      hvd::TensorView(info->ptr, dtype_from_format(info->format, info->itemsize), std::move(shape));
   result.keep = std::move(info);
   return result;
 }

@@ -69,20 +69,23 @@ void bind_work(py::module_& m) {
       .def("wait", &wait, py::arg("timeout") = py::none(),
            "Blocks (without the GIL) until done; raises the operation's error. With a\n"
            "timeout in seconds, raises HorovodTimeoutError if still running.")
-      .def("poll", [](const Work& w) { return w.work().poll(); },
-           "True once the operation has finished, successfully or not.")
-      .def("output",
-           [](const Work& w) {
-             wait(w, std::nullopt);
-             return Buffer(w.work().output());
-           },
-           "The library-allocated result (allgather, alltoall, reducescatter).")
-      .def("received_splits",
-           [](const Work& w) {
-             wait(w, std::nullopt);
-             return w.work().received_splits();
-           },
-           "Alltoall: rows received from each rank.");
+      .def(
+          "poll", [](const Work& w) { return w.work().poll(); },
+          "True once the operation has finished, successfully or not.")
+      .def(
+          "output",
+          [](const Work& w) {
+            wait(w, std::nullopt);
+            return Buffer(w.work().output());
+          },
+          "The library-allocated result (allgather, alltoall, reducescatter).")
+      .def(
+          "received_splits",
+          [](const Work& w) {
+            wait(w, std::nullopt);
+            return w.work().received_splits();
+          },
+          "Alltoall: rows received from each rank.");
 }
 
 }  // namespace hvdpy

@@ -162,8 +162,7 @@ void GlooBackend::reducescatter(void* buffer, void* output, const std::vector<st
   const std::size_t mine = counts[topology.rank];
   if (mine > 0) {
     const std::size_t element_size = dtype_size(dtype);
-    std::memcpy(output, static_cast<char*>(buffer) + my_offset * element_size,
-                mine * element_size);
+    std::memcpy(output, static_cast<char*>(buffer) + my_offset * element_size, mine * element_size);
   }
 }
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "backend/gloo/gloo_slurm.h"
-#include "backend/gloo/gloo_torchrun.h"
 #include "backend/gloo/gloo_store_adapter.h"
+#include "backend/gloo/gloo_torchrun.h"
 #include "base/check.h"
 #include "base/descriptor_limit.h"
 #include "core/diagnostics/logging.h"

@@ -10,8 +10,8 @@
 
 #include "backend/gloo/gloo_context.h"
 #include "base/check.h"
-#include "core/runtime/elastic_worker.h"
 #include "core/diagnostics/logging.h"
+#include "core/runtime/elastic_worker.h"
 
 namespace hvd {
 namespace {

@@ -40,11 +40,10 @@ std::shared_ptr<Store> rank0_store(const Rank0StorePlace& place, int rank,
     try {
       return std::make_shared<TcpStore>(place.host, place.port, timeout, place.secret);
     } catch (const Error& e) {
-      HVD_THROW(BackendError, place.job << ": rank " << rank
-                                        << " cannot reach the rendezvous store of rank 0 at "
-                                        << place.host << ":" << place.port
-                                        << " (did rank 0 start? its error says why not): "
-                                        << e.what());
+      HVD_THROW(BackendError,
+                place.job << ": rank " << rank << " cannot reach the rendezvous store of rank 0 at "
+                          << place.host << ":" << place.port
+                          << " (did rank 0 start? its error says why not): " << e.what());
     }
   }
   auto hosted = std::make_shared<HostedStore>();

@@ -13,8 +13,8 @@
 namespace hvd {
 
 struct Rank0StorePlace {
-  std::string job;     // how errors name the job, e.g. "Slurm step 12.0"
-  std::string host;    // where rank 0 runs, as the other ranks reach it
+  std::string job;   // how errors name the job, e.g. "Slurm step 12.0"
+  std::string host;  // where rank 0 runs, as the other ranks reach it
   int port = 0;
   std::string secret;  // the store's HMAC key
 };

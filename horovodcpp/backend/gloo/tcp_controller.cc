@@ -15,9 +15,9 @@
 #include <thread>
 #include <utility>
 
-#include "core/negotiation/agree_on_errors.h"
 #include "base/check.h"
 #include "core/diagnostics/logging.h"
+#include "core/negotiation/agree_on_errors.h"
 #include "core/runtime/usable_cpus.h"
 #include "store/job_auth.h"
 #include "store/tcp_connect.h"

@@ -147,15 +147,17 @@ std::shared_ptr<MpiContext> MpiContext::create(const std::vector<int>& world_ran
   HVD_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end() &&
                 sorted.front() >= 0 && sorted.back() < world_size,
             InvalidArgument,
-            "init on ranks " << rank_list_str(world_ranks) << ": each must be an MPI_COMM_WORLD rank "
+            "init on ranks " << rank_list_str(world_ranks)
+                             << ": each must be an MPI_COMM_WORLD rank "
                              << "(0.." << world_size - 1 << ") and appear once");
   HVD_CHECK(std::binary_search(sorted.begin(), sorted.end(), world_rank), InvalidArgument,
-            "init on ranks " << rank_list_str(world_ranks) << ": this process is MPI_COMM_WORLD rank "
-                             << world_rank << ", which is not one of them");
+            "init on ranks " << rank_list_str(world_ranks)
+                             << ": this process is MPI_COMM_WORLD rank " << world_rank
+                             << ", which is not one of them");
   MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
   HVD_MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world));
-  const int rc = MPI_Group_incl(world, static_cast<int>(world_ranks.size()), world_ranks.data(),
-                                &members);
+  const int rc =
+      MPI_Group_incl(world, static_cast<int>(world_ranks.size()), world_ranks.data(), &members);
   MPI_Group_free(&world);
   HVD_MPI_CHECK(rc);
   MPI_Comm job = MPI_COMM_NULL;

@@ -8,10 +8,9 @@
 
 #include "base/check.h"
 
-#define HVD_NCCL_CHECK(call)                                                       \
-  do {                                                                             \
-    const ncclResult_t hvd_nccl_status_ = (call);                                  \
-    HVD_CHECK(hvd_nccl_status_ == ncclSuccess || hvd_nccl_status_ == ncclInProgress, \
-              ::hvd::BackendError,                                                 \
-              #call " failed: " << ncclGetErrorString(hvd_nccl_status_));          \
+#define HVD_NCCL_CHECK(call)                                                                   \
+  do {                                                                                         \
+    const ncclResult_t hvd_nccl_status_ = (call);                                              \
+    HVD_CHECK(hvd_nccl_status_ == ncclSuccess || hvd_nccl_status_ == ncclInProgress,           \
+              ::hvd::BackendError, #call " failed: " << ncclGetErrorString(hvd_nccl_status_)); \
   } while (0)

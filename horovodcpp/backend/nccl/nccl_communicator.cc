@@ -65,9 +65,8 @@ NcclCommunicator::~NcclCommunicator() {
   if (comm_) {
     // Finalize flushes outstanding work, bounded like every wait.
     try {
-      issue("ncclCommFinalize", [](ncclComm_t comm, cudaStream_t) {
-        HVD_NCCL_CHECK(ncclCommFinalize(comm));
-      });
+      issue("ncclCommFinalize",
+            [](ncclComm_t comm, cudaStream_t) { HVD_NCCL_CHECK(ncclCommFinalize(comm)); });
     } catch (...) {
     }
     std::lock_guard<std::mutex> lock(mutex_);

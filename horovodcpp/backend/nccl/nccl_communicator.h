@@ -9,12 +9,12 @@
 // failed: every later call throws the first error.
 #pragma once
 
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
 #include <chrono>
 #include <mutex>
 #include <string>
-
-#include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include "core/negotiation/controller.h"
 
@@ -75,8 +75,8 @@ class NcclCommunicator {
   std::chrono::milliseconds timeout_;
   ncclComm_t comm_ = nullptr;  // null once aborted (ncclCommAbort frees it)
   cudaStream_t stream_ = nullptr;
-  std::mutex mutex_;      // abort may come from the poller thread
-  std::string failure_;   // set once aborted
+  std::mutex mutex_;     // abort may come from the poller thread
+  std::string failure_;  // set once aborted
 };
 
 // HOROVODCPP_NCCL_TIMEOUT_SECONDS (default 300): how long a rank waits for

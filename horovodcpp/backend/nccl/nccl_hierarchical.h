@@ -18,9 +18,9 @@
 
 #include "backend/nccl/nccl_communicator.h"
 #include "core/device/gpu_events.h"
-#include "core/process_sets/process_set_channel.h"
-#include "core/negotiation/tensor_queue.h"
 #include "core/execution/transport.h"
+#include "core/negotiation/tensor_queue.h"
+#include "core/process_sets/process_set_channel.h"
 #include "gpu/device_tensor.h"
 #include "gpu/staged_operations.h"  // PinnedBuffer
 

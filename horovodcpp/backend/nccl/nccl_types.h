@@ -1,9 +1,9 @@
 // DataType and ReduceOp as NCCL spells them.
 #pragma once
 
-#include <cstddef>
-
 #include <nccl.h>
+
+#include <cstddef>
 
 #include "horovodcpp/types.h"
 

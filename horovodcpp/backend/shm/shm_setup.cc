@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "backend/shm/shm_wait.h"
-#include "core/negotiation/agree_on_errors.h"
 #include "base/check.h"
 #include "core/diagnostics/logging.h"
+#include "core/negotiation/agree_on_errors.h"
 
 namespace hvd {
 namespace shm {

@@ -13,7 +13,7 @@
 namespace hvd {
 
 TwoLevelBackend::TwoLevelBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
-                                     const HostLayout& layout)
+                                 const HostLayout& layout)
     : ForwardingBackend(std::move(inner)),
       even_(layout.even()),
       rank_(layout.hosts[layout.host][layout.local]),

@@ -18,10 +18,10 @@
 
 #include "backend/shm/shm_backend.h"
 #include "core/execution/backend.h"
+#include "core/execution/transport.h"
 #include "core/negotiation/controller.h"
 #include "core/process_sets/host_layout.h"
 #include "core/process_sets/process_set_channel.h"
-#include "core/execution/transport.h"
 
 namespace hvd {
 
@@ -30,7 +30,7 @@ class TwoLevelBackend : public ForwardingBackend {
   // Collective over every rank of the job (same arguments everywhere):
   // creates the sub-transports through `channel` and the host's segment.
   TwoLevelBackend(std::unique_ptr<Backend> inner, ProcessSetChannel& channel,
-                    const HostLayout& layout);
+                  const HostLayout& layout);
 
   // "shm+mpi", "shm+gloo".
   const char* name() const override { return name_.c_str(); }

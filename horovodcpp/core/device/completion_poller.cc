@@ -20,7 +20,7 @@ CompletionPoller::~CompletionPoller() {
   wake_.notify_all();
   thread_.join();
   finish(pending_, std::make_exception_ptr(
-                         RankFailure("horovodcpp shut down before the GPU operation completed")));
+                       RankFailure("horovodcpp shut down before the GPU operation completed")));
 }
 
 void CompletionPoller::watch(std::shared_ptr<void> event, Callback on_done) {

@@ -21,13 +21,13 @@ void complete_on_stream(const std::shared_ptr<GpuEvents>& events, CompletionPoll
     entry->work->complete_on_device(std::move(order_caller), result, received_splits);
     works.push_back(entry->work);
   }
-  poller.watch(std::move(done), [works = std::move(works), span = std::move(span)](
-                                    std::exception_ptr error) {
-    if (!error) span.end();
-    for (const auto& weak : works) {
-      if (auto work = weak.lock()) work->finish_on_device(error);
-    }
-  });
+  poller.watch(std::move(done),
+               [works = std::move(works), span = std::move(span)](std::exception_ptr error) {
+                 if (!error) span.end();
+                 for (const auto& weak : works) {
+                   if (auto work = weak.lock()) work->finish_on_device(error);
+                 }
+               });
 }
 
 }  // namespace hvd

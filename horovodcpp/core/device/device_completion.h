@@ -12,8 +12,8 @@
 
 #include "core/device/completion_poller.h"
 #include "core/device/gpu_events.h"
-#include "core/negotiation/tensor_queue.h"
 #include "core/execution/timeline_span.h"
+#include "core/negotiation/tensor_queue.h"
 
 namespace hvd {
 

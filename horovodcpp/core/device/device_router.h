@@ -6,9 +6,9 @@
 
 #include <vector>
 
-#include "core/negotiation/controller.h"
-#include "core/execution/cpu_collectives.h"
 #include "core/device/device_operations.h"
+#include "core/execution/cpu_collectives.h"
+#include "core/negotiation/controller.h"
 #include "core/negotiation/message.h"
 #include "core/negotiation/tensor_queue.h"
 

@@ -62,8 +62,7 @@ struct FlightRecorder::Slot {
 };
 
 std::size_t FlightRecorder::capacity_from_env() {
-  return static_cast<std::size_t>(
-      settings::read_int(settings::Setting::kFlightRecorderSize));
+  return static_cast<std::size_t>(settings::read_int(settings::Setting::kFlightRecorderSize));
 }
 
 FlightRecorder::FlightRecorder(std::size_t capacity)
@@ -106,7 +105,8 @@ std::uint64_t FlightRecorder::start(const Collective& request) {
   for (std::int64_t d : request.shape) elements *= d;
   slot.bytes = elements * static_cast<std::int64_t>(dtype_size(request.dtype));
   slot.ndims = static_cast<std::uint8_t>(std::min<std::size_t>(request.shape.size(), 255));
-  for (std::size_t i = 0; i < kDims && i < request.shape.size(); ++i) slot.dims[i] = request.shape[i];
+  for (std::size_t i = 0; i < kDims && i < request.shape.size(); ++i)
+    slot.dims[i] = request.shape[i];
   slot.state.store(kSubmitted, std::memory_order_relaxed);
   slot.submitted.store(0, std::memory_order_relaxed);
   slot.agreed.store(0, std::memory_order_relaxed);
@@ -147,8 +147,7 @@ void FlightRecorder::completed(std::uint64_t number, Clock::time_point now) {
   }
 }
 
-void FlightRecorder::failed(std::uint64_t number, const std::string& error,
-                            Clock::time_point now) {
+void FlightRecorder::failed(std::uint64_t number, const std::string& error, Clock::time_point now) {
   Slot* slot = slot_of(number);
   if (slot == nullptr || slot->state.load(std::memory_order_relaxed) >= kCompleted) return;
   slot->number.store(0, std::memory_order_relaxed);
@@ -163,9 +162,10 @@ void FlightRecorder::write(std::ostream& out) const {
   // Microseconds since the epoch, from a steady time (0 stays 0).
   const auto wall_us = [this](std::int64_t steady_ns) -> long long {
     if (steady_ns == 0) return 0;
-    const auto since_origin = std::chrono::nanoseconds(steady_ns) - steady_origin_.time_since_epoch();
-    const auto wall = wall_origin_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                         since_origin);
+    const auto since_origin =
+        std::chrono::nanoseconds(steady_ns) - steady_origin_.time_since_epoch();
+    const auto wall = wall_origin_ +
+                      std::chrono::duration_cast<std::chrono::system_clock::duration>(since_origin);
     return std::chrono::duration_cast<std::chrono::microseconds>(wall.time_since_epoch()).count();
   };
   out << "number\tname\top\treduce_op\tdtype\tdevice\tbytes\tshape\tprocess_set\tbackend\tbatch"
@@ -204,12 +204,12 @@ void FlightRecorder::write(std::ostream& out) const {
       shape += (i ? "," : "") + std::to_string(dims[i]);
     }
     shape += ndims > kDims ? ",...]" : "]";
-    out << number << '\t' << name << '\t' << op << '\t'
-        << reduce_op_name(reduce_op) << '\t' << dtype_name(dtype) << '\t'
-        << (device == DeviceType::kCUDA ? "cuda" : "cpu") << '\t' << bytes << '\t' << shape << '\t'
-        << set_id << '\t' << (backend ? backend : "-") << '\t' << batch << '\t'
-        << state_name(state) << '\t' << wall_us(submitted) << '\t' << wall_us(agreed) << '\t'
-        << wall_us(launched) << '\t' << wall_us(done) << '\t' << error << '\n';
+    out << number << '\t' << name << '\t' << op << '\t' << reduce_op_name(reduce_op) << '\t'
+        << dtype_name(dtype) << '\t' << (device == DeviceType::kCUDA ? "cuda" : "cpu") << '\t'
+        << bytes << '\t' << shape << '\t' << set_id << '\t' << (backend ? backend : "-") << '\t'
+        << batch << '\t' << state_name(state) << '\t' << wall_us(submitted) << '\t'
+        << wall_us(agreed) << '\t' << wall_us(launched) << '\t' << wall_us(done) << '\t' << error
+        << '\n';
   }
 }
 

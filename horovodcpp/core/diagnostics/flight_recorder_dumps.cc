@@ -1,8 +1,8 @@
 #include "core/diagnostics/flight_recorder_dumps.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>

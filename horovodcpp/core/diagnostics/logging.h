@@ -46,7 +46,7 @@ class LogLine {
 
 }  // namespace hvd
 
-#define HVD_LOG(level)                                           \
-  if (::hvd::LogLevel::k##level < ::hvd::log_level()) {          \
-  } else                                                         \
+#define HVD_LOG(level)                                  \
+  if (::hvd::LogLevel::k##level < ::hvd::log_level()) { \
+  } else                                                \
     ::hvd::LogLine(::hvd::LogLevel::k##level)

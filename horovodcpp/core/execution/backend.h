@@ -93,8 +93,8 @@ class Backend {
   }
   // Rank r contributes counts[r] elements; `output` receives all of them
   // concatenated in rank order. `input` holds counts[rank] elements.
-  virtual void allgatherv(const void* input, void* output,
-                          const std::vector<std::size_t>& counts, DataType dtype) = 0;
+  virtual void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
+                          DataType dtype) = 0;
   // In-place broadcast of `count` elements from `root`.
   virtual void broadcast(void* buffer, std::size_t count, DataType dtype, int root) = 0;
   // This rank sends send_counts[j] elements to rank j, taken consecutively

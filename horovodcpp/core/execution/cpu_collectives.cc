@@ -96,8 +96,8 @@ void CpuCollectives::reduce_packed(const std::vector<const TensorEntry*>& group,
   if (op == ReduceOp::kAdasum) return adasum_.allreduce(buffer, counts, dtype);
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
   if (as_half_shares(dtype, op, total)) {
-    return allreduce_half_shares(backend_, buffer, total, topology_.rank, topology_.size, dtype,
-                                 op, shares_);
+    return allreduce_half_shares(backend_, buffer, total, topology_.rank, topology_.size, dtype, op,
+                                 shares_);
   }
   backend_.allreduce(buffer, total, dtype, op);
 }
@@ -231,16 +231,15 @@ void CpuCollectives::allreduce_pipelined(const std::vector<const TensorEntry*>& 
     backend_.allreduce(buffer + begin, (end - begin) / element_size, dtype, op);
   };
   const auto copy_out = [&](std::size_t begin, std::size_t end) {
-    for_each_part(group, element_size, begin, end,
-                  [&](const TensorEntry& entry, std::size_t at, std::size_t from,
-                      std::size_t bytes) {
-                    scale_copy(dtype, buffer + from,
-                               static_cast<unsigned char*>(entry.output.data) + at,
-                               bytes / element_size, divisor, request.postscale_factor);
-                  });
+    for_each_part(
+        group, element_size, begin, end,
+        [&](const TensorEntry& entry, std::size_t at, std::size_t from, std::size_t bytes) {
+          scale_copy(dtype, buffer + from, static_cast<unsigned char*>(entry.output.data) + at,
+                     bytes / element_size, divisor, request.postscale_factor);
+        });
   };
-  const FusionPipeline::Times times = pipeline_.run(total * element_size, copy_in, reduce,
-                                                    copy_out);
+  const FusionPipeline::Times times =
+      pipeline_.run(total * element_size, copy_in, reduce, copy_out);
   // The copies that were not hidden: before the first chunk's reduction and
   // after the last one's.
   if (traced) trace_fused(group, t0, times.first_copied_in, times.last_reduced);

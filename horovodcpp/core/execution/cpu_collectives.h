@@ -64,9 +64,9 @@ class CpuCollectives {
   const Topology& topology_;
   const ExecutionTrace& trace_;
   AdasumReducer adasum_;
-  AlignedBuffer fusion_buffer_;  // grows to the threshold; reused
-  FusionPipeline pipeline_;      // its helper thread starts on first use
-  std::vector<float> staging_;   // float16/bfloat16 accumulate here; reused across calls
+  AlignedBuffer fusion_buffer_;        // grows to the threshold; reused
+  FusionPipeline pipeline_;            // its helper thread starts on first use
+  std::vector<float> staging_;         // float16/bfloat16 accumulate here; reused across calls
   std::vector<unsigned char> shares_;  // every rank's 16-bit shares of this rank's slice
 };
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/diagnostics/timeline.h"
 #include "core/negotiation/message.h"
 #include "core/negotiation/tensor_queue.h"
-#include "core/diagnostics/timeline.h"
 
 namespace hvd {
 

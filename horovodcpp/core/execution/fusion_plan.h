@@ -16,7 +16,7 @@ struct FusionCandidate {
   // Only equal keys fuse: dtype, op, scale factors, device type (not the
   // GPU: ranks use different ones), the number of joined ranks.
   std::string key;
-  std::size_t bytes = 0; // what it takes in the fusion buffer
+  std::size_t bytes = 0;  // what it takes in the fusion buffer
   // Grouped allreduce (Request::group_id; empty: none): a group's members
   // with equal keys fuse together whatever the threshold (even 0), as
   // Horovod does, and never with tensors outside the group.

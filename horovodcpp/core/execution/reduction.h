@@ -33,8 +33,7 @@ void reduce_many(DataType dtype, ReduceOp op, void* dst, const void* const* srcs
 // Horovod skips the scaling); bool values are copied as is.
 void scale_copy(DataType dtype, const void* src, void* dst, std::size_t count, double divisor,
                 double factor);
-void scale_in_place(DataType dtype, void* buffer, std::size_t count, double divisor,
-                    double factor);
+void scale_in_place(DataType dtype, void* buffer, std::size_t count, double divisor, double factor);
 
 // float16/bfloat16 -> float32 of each element scaled by `factor` as
 // scale_copy does (rounded to the 16-bit type first, as the input to a

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/negotiation/tensor_queue.h"
 #include "core/diagnostics/timeline.h"
+#include "core/negotiation/tensor_queue.h"
 
 namespace hvd {
 

@@ -9,19 +9,15 @@ std::size_t dtype_size(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8:
     case DataType::kInt8:
-    case DataType::kBool:
-      return 1;
+    case DataType::kBool: return 1;
     case DataType::kUInt16:
     case DataType::kInt16:
     case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return 2;
+    case DataType::kBFloat16: return 2;
     case DataType::kInt32:
-    case DataType::kFloat32:
-      return 4;
+    case DataType::kFloat32: return 4;
     case DataType::kInt64:
-    case DataType::kFloat64:
-      return 8;
+    case DataType::kFloat64: return 8;
   }
   HVD_THROW(InvalidArgument, "unknown DataType " << static_cast<int>(dtype));
 }
@@ -48,16 +44,14 @@ bool is_floating(DataType dtype) {
     case DataType::kFloat16:
     case DataType::kBFloat16:
     case DataType::kFloat32:
-    case DataType::kFloat64:
-      return true;
+    case DataType::kFloat64: return true;
     case DataType::kUInt8:
     case DataType::kInt8:
     case DataType::kUInt16:
     case DataType::kInt16:
     case DataType::kInt32:
     case DataType::kInt64:
-    case DataType::kBool:
-      return false;
+    case DataType::kBool: return false;
   }
   HVD_THROW(InvalidArgument, "unknown DataType " << static_cast<int>(dtype));
 }

@@ -44,8 +44,8 @@ class CacheNegotiation {
     // The cached responses every rank hit, in slot order: the cache's own
     // (no copy per collective), valid until update().
     std::vector<const Response*> ready;
-    std::vector<Request> to_negotiate; // this rank's requests for the full round
-    bool full_round = false;           // true: every rank runs gather/broadcast now
+    std::vector<Request> to_negotiate;  // this rank's requests for the full round
+    bool full_round = false;            // true: every rank runs gather/broadcast now
     // ready.front() is an allreduce whose every rank's input came with the
     // bit vector (inline_inputs()).
     bool inline_data = false;
@@ -89,12 +89,12 @@ class CacheNegotiation {
   // Removed hits' nodes, for the next hits: a collective that hits the
   // cache allocates no node.
   std::vector<PendingHits::node_type> spare_hits_;
-  std::vector<std::size_t> served_slots_;            // this cycle's Outcome::ready
-  std::vector<Request> carried_;                     // to negotiate next cycle
-  std::unordered_map<std::string, Request> sent_;    // negotiated, awaiting their response
-  std::vector<std::uint64_t> words_;                 // the cycle's bit vector, reused
-  std::string payload_;                              // this rank's inline input, reused
-  std::vector<std::string> gathered_;                // every rank's, reused
+  std::vector<std::size_t> served_slots_;          // this cycle's Outcome::ready
+  std::vector<Request> carried_;                   // to negotiate next cycle
+  std::unordered_map<std::string, Request> sent_;  // negotiated, awaiting their response
+  std::vector<std::uint64_t> words_;               // the cycle's bit vector, reused
+  std::string payload_;                            // this rank's inline input, reused
+  std::vector<std::string> gathered_;              // every rank's, reused
 };
 
 }  // namespace hvd

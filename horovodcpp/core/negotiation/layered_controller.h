@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "base/check.h"
-#include "core/negotiation/controller.h"
 #include "core/diagnostics/peer_failure.h"
+#include "core/negotiation/controller.h"
 
 namespace hvd {
 

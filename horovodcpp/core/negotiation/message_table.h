@@ -17,8 +17,8 @@ namespace hvd {
 struct PendingTensor {
   std::string name;
   OpType op_type = OpType::kAllreduce;
-  std::vector<int> submitted_ranks;  // ascending
-  std::vector<int> joined_ranks;     // ascending: called join(), so not missing
+  std::vector<int> submitted_ranks;                  // ascending
+  std::vector<int> joined_ranks;                     // ascending: called join(), so not missing
   std::chrono::steady_clock::time_point first_seen;  // when the first rank's request arrived
 };
 

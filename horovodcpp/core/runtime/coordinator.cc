@@ -393,8 +393,8 @@ bool Coordinator::run_cycle() {
   idle_cycle_ = !submitted && responses.empty();
   std::size_t bytes = 0;
   if (inline_data) {
-    bytes = executor_.execute_inline(*responses.front(), cache_->inline_inputs(), queue_,
-                                     cycle_start_);
+    bytes =
+        executor_.execute_inline(*responses.front(), cache_->inline_inputs(), queue_, cycle_start_);
     responses.erase(responses.begin());
   }
   if (!responses.empty()) bytes += executor_.execute_all(responses, queue_, cycle_start_);

@@ -17,17 +17,17 @@
 #include <optional>
 #include <thread>
 
-#include "core/tuning/autotuner.h"
+#include "core/diagnostics/flight_recorder_dumps.h"
+#include "core/diagnostics/timeline.h"
 #include "core/execution/backend.h"
 #include "core/negotiation/cache_negotiation.h"
-#include "core/runtime/collective_executor.h"
 #include "core/negotiation/controller.h"
-#include "core/diagnostics/flight_recorder_dumps.h"
-#include "core/runtime/hvdrun_link.h"
 #include "core/negotiation/message_table.h"
 #include "core/negotiation/stall_inspector.h"
 #include "core/negotiation/tensor_queue.h"
-#include "core/diagnostics/timeline.h"
+#include "core/runtime/collective_executor.h"
+#include "core/runtime/hvdrun_link.h"
+#include "core/tuning/autotuner.h"
 
 namespace hvd {
 
@@ -42,8 +42,8 @@ struct CoordinatorSettings {
   // IDLE_SPIN_MICROSECONDS: polling before sleeping; unset: chosen by the
   // cores the host has for its ranks (Coordinator).
   std::optional<std::chrono::microseconds> idle_spin;
-  std::size_t fusion_threshold = 0;        // FUSION_THRESHOLD: bytes; 0 disables fusion
-  std::size_t cache_capacity = 0;          // CACHE_CAPACITY: response cache entries; 0: none
+  std::size_t fusion_threshold = 0;  // FUSION_THRESHOLD: bytes; 0 disables fusion
+  std::size_t cache_capacity = 0;    // CACHE_CAPACITY: response cache entries; 0: none
   StallSettings stall;
   AutotuneSettings autotune;
   // THREAD_AFFINITY: the CPU this rank's coordinator threads run on (set
@@ -154,17 +154,17 @@ class Coordinator {
 
   Controller& controller_;
   TensorQueue& queue_;
-  Timeline* timeline_;  // null unless rank 0
-  HvdrunLink* hvdrun_;  // null unless hvdrun launched this rank
+  Timeline* timeline_;           // null unless rank 0
+  HvdrunLink* hvdrun_;           // null unless hvdrun launched this rank
   FlightRecorderDumps* flight_;  // may be null
   FlightRecorder* recorder_;     // flight_'s, or null
   const char* inline_label_;     // the backend a lone call is recorded on
   CollectiveExecutor executor_;
-  MessageTable table_;  // used on rank 0 only
-  StallInspector stall_inspector_;  // used on rank 0 only; settings read at init
-  std::unique_ptr<CacheNegotiation> cache_;  // null when the cache is disabled
+  MessageTable table_;                          // used on rank 0 only
+  StallInspector stall_inspector_;              // used on rank 0 only; settings read at init
+  std::unique_ptr<CacheNegotiation> cache_;     // null when the cache is disabled
   CacheNegotiation::InlineInput inline_input_;  // from executor_ and queue_
-  bool join_pending_ = false;  // this rank is in join(), waiting for the others
+  bool join_pending_ = false;                   // this rank is in join(), waiting for the others
   std::chrono::microseconds cycle_time_;
   std::chrono::milliseconds dormant_look_;
   std::chrono::microseconds idle_spin_;
@@ -175,16 +175,16 @@ class Coordinator {
   // The last cycle brought nothing new from this rank and ran nothing.
   bool idle_cycle_ = false;
   int idle_cycles_in_a_row_ = 0;
-  std::unique_ptr<Autotuner> autotuner_;        // rank 0 with HOROVODCPP_AUTOTUNE=1
-  std::optional<TunedParams> tuned_to_send_;    // rank 0: chosen, not yet broadcast
+  std::unique_ptr<Autotuner> autotuner_;      // rank 0 with HOROVODCPP_AUTOTUNE=1
+  std::optional<TunedParams> tuned_to_send_;  // rank 0: chosen, not yet broadcast
   std::atomic<bool> stop_requested_{false};
   // Held by whichever thread runs cycles: this coordinator's, or one that
   // waits for a result (help).
   std::mutex cycle_mutex_;
-  std::atomic<bool> helping_{false};  // a waiting thread holds cycle_mutex_ (help)
-  bool ended_ = false;  // under cycle_mutex_
-  std::exception_ptr ended_by_;  // the error that ended it, if one did
-  AloneCall* alone_ = nullptr;   // run_alone's call, during its cycle
+  std::atomic<bool> helping_{false};   // a waiting thread holds cycle_mutex_ (help)
+  bool ended_ = false;                 // under cycle_mutex_
+  std::exception_ptr ended_by_;        // the error that ended it, if one did
+  AloneCall* alone_ = nullptr;         // run_alone's call, during its cycle
   std::vector<Request> new_requests_;  // the cycle's (pop_new_requests), reused
   std::thread thread_;
 };

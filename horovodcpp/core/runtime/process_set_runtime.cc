@@ -152,9 +152,9 @@ void ProcessSetRuntime::prepare(Request& request, const TensorView& input,
     if (request.error.empty()) request.error = root_error;
   }
   if (recorder_) {
-    request.flight_number = recorder_->start({request.name, op_type_name(request.op_type),
-                                              request.reduce_op, request.dtype,
-                                              request.device.type, request.shape, set_.id()});
+    request.flight_number =
+        recorder_->start({request.name, op_type_name(request.op_type), request.reduce_op,
+                          request.dtype, request.device.type, request.shape, set_.id()});
   }
 }
 
@@ -214,8 +214,7 @@ std::vector<Work> ProcessSetRuntime::submit_group(const Request& request,
 
 std::vector<Work> ProcessSetRuntime::submit_each(std::vector<Request> requests,
                                                  const std::vector<TensorView>& inputs) {
-  HVD_CHECK_EQ(requests.size(), inputs.size(), InvalidArgument,
-               "need as many tensors as names");
+  HVD_CHECK_EQ(requests.size(), inputs.size(), InvalidArgument, "need as many tensors as names");
   std::vector<TensorEntry> entries;
   std::vector<Work> works;
   entries.reserve(inputs.size());

@@ -85,7 +85,7 @@ class ProcessSetRuntime {
   std::unique_ptr<DeviceOperations> device_;  // CUDA tensors; null if not built
   TensorQueue queue_;                         // after device_: entries hold its events
   std::unique_ptr<Coordinator> coordinator_;
-  Timeline* timeline_;  // may be null; entries are stamped only while it records
+  Timeline* timeline_;        // may be null; entries are stamped only while it records
   FlightRecorder* recorder_;  // may be null
   std::array<std::atomic<long long>, kNumOpTypes> unnamed_counts_{};  // per OpType
 };

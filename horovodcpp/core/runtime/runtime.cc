@@ -238,10 +238,9 @@ ProcessSet Runtime::add_process_set(std::vector<int> ranks) {
   Transport transport = channel_->create_transport(id, ranks);
   std::shared_ptr<ProcessSetRuntime> runtime;
   if (set.included()) {
-    runtime =
-        std::make_shared<ProcessSetRuntime>(set, std::move(transport), backends_,
-                                            coordinator_settings_, nullptr, nullptr, hvdrun_.get(),
-                                            flight_.get());
+    runtime = std::make_shared<ProcessSetRuntime>(set, std::move(transport), backends_,
+                                                  coordinator_settings_, nullptr, nullptr,
+                                                  hvdrun_.get(), flight_.get());
   }
   std::lock_guard<std::mutex> lock(sets_mutex_);
   sets_.emplace(id, Registered{set, std::move(runtime)});

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/backend_factory.h"
-#include "core/runtime/hvdrun_link.h"
-#include "core/process_sets/process_set_channel.h"
-#include "core/runtime/process_set_runtime.h"
 #include "core/diagnostics/flight_recorder_dumps.h"
 #include "core/diagnostics/timeline.h"
+#include "core/process_sets/process_set_channel.h"
+#include "core/runtime/backend_factory.h"
+#include "core/runtime/hvdrun_link.h"
+#include "core/runtime/process_set_runtime.h"
 #include "horovodcpp/process_set.h"
 #include "horovodcpp/work.h"
 
@@ -28,8 +28,7 @@ class Runtime {
   // the first one `backends` has, over `world_ranks` (empty: every launched
   // rank; see init_on_ranks()). `process_sets` are then added in order, as
   // add_process_set() would (ids 1, 2, ...).
-  explicit Runtime(BackendFactory backends,
-                   const std::vector<std::vector<int>>& process_sets = {},
+  explicit Runtime(BackendFactory backends, const std::vector<std::vector<int>>& process_sets = {},
                    const std::vector<int>& world_ranks = {});
   ~Runtime();  // stops every process set, then the global one (a job-wide shutdown)
 
@@ -103,8 +102,8 @@ class Runtime {
   // Read once at init, shared by every process set's coordinator.
   CoordinatorSettings coordinator_settings_;  // thread_cpu set once the local rank is known
   bool homogeneous_ = true;
-  Timeline timeline_;  // outlives the coordinators, which write to it
-  std::unique_ptr<HvdrunLink> hvdrun_;  // likewise; null without hvdrun
+  Timeline timeline_;                            // outlives the coordinators, which write to it
+  std::unique_ptr<HvdrunLink> hvdrun_;           // likewise; null without hvdrun
   std::unique_ptr<FlightRecorderDumps> flight_;  // likewise; null when off
   std::unique_ptr<ProcessSetChannel> channel_;
   std::chrono::milliseconds process_set_timeout_;

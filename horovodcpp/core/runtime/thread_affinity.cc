@@ -29,8 +29,8 @@ std::vector<int> parse_ids(const std::string& list) {
     HVD_CHECK(!item.empty() && *end == '\0' && errno == 0 && id >= 0 && id < CPU_SETSIZE,
               InvalidArgument,
               variable_name() << "='" << list << "': '" << item
-                              << "' is not a CPU id (a whole number from 0 to "
-                              << CPU_SETSIZE - 1 << ")");
+                              << "' is not a CPU id (a whole number from 0 to " << CPU_SETSIZE - 1
+                              << ")");
     ids.push_back(static_cast<int>(id));
   }
   return ids;
@@ -48,8 +48,8 @@ int thread_affinity_cpu(const std::string& list, int local_rank, int local_size)
   CPU_ZERO(&allowed);
   HVD_CHECK(sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && CPU_ISSET(cpu, &allowed),
             InvalidArgument,
-            variable_name() << "='" << list << "': local rank " << local_rank << " gets CPU "
-                            << cpu << ", which this process may not run on");
+            variable_name() << "='" << list << "': local rank " << local_rank << " gets CPU " << cpu
+                            << ", which this process may not run on");
   return cpu;
 }
 

@@ -41,8 +41,7 @@ TensorView view(T* data, std::vector<std::int64_t> shape) {
 }
 template <typename T>
 TensorView view(std::vector<T>& values) {
-  return TensorView(values.data(), dtype_of<T>(),
-                    {static_cast<std::int64_t>(values.size())});
+  return TensorView(values.data(), dtype_of<T>(), {static_cast<std::int64_t>(values.size())});
 }
 
 // A tensor that owns its memory (shared between copies of the Tensor): host
@@ -65,9 +64,13 @@ class HVD_EXPORT Tensor {
   void* data() { return data_; }
   const void* data() const { return data_; }
   template <typename T>
-  T* data_as() { return static_cast<T*>(data()); }
+  T* data_as() {
+    return static_cast<T*>(data());
+  }
   template <typename T>
-  const T* data_as() const { return static_cast<const T*>(data()); }
+  const T* data_as() const {
+    return static_cast<const T*>(data());
+  }
   TensorView view();
 
  private:

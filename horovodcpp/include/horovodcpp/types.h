@@ -52,9 +52,7 @@ struct HVD_EXPORT Device {
 
   static Device cpu() { return {}; }
   static Device cuda(int index) { return {DeviceType::kCUDA, index}; }
-  bool operator==(const Device& other) const {
-    return type == other.type && index == other.index;
-  }
+  bool operator==(const Device& other) const { return type == other.type && index == other.index; }
   bool operator!=(const Device& other) const { return !(*this == other); }
   std::string str() const;  // "cpu", "cuda:1"
 };
@@ -76,17 +74,50 @@ struct HVD_EXPORT bfloat16_t {
 // The DataType of a C++ element type: dtype_of<float>() == kFloat32.
 template <typename T>
 constexpr DataType dtype_of();
-template <> constexpr DataType dtype_of<std::uint8_t>() { return DataType::kUInt8; }
-template <> constexpr DataType dtype_of<std::int8_t>() { return DataType::kInt8; }
-template <> constexpr DataType dtype_of<std::uint16_t>() { return DataType::kUInt16; }
-template <> constexpr DataType dtype_of<std::int16_t>() { return DataType::kInt16; }
-template <> constexpr DataType dtype_of<std::int32_t>() { return DataType::kInt32; }
-template <> constexpr DataType dtype_of<std::int64_t>() { return DataType::kInt64; }
-template <> constexpr DataType dtype_of<float16_t>() { return DataType::kFloat16; }
-template <> constexpr DataType dtype_of<bfloat16_t>() { return DataType::kBFloat16; }
-template <> constexpr DataType dtype_of<float>() { return DataType::kFloat32; }
-template <> constexpr DataType dtype_of<double>() { return DataType::kFloat64; }
-template <> constexpr DataType dtype_of<bool>() { return DataType::kBool; }
+template <>
+constexpr DataType dtype_of<std::uint8_t>() {
+  return DataType::kUInt8;
+}
+template <>
+constexpr DataType dtype_of<std::int8_t>() {
+  return DataType::kInt8;
+}
+template <>
+constexpr DataType dtype_of<std::uint16_t>() {
+  return DataType::kUInt16;
+}
+template <>
+constexpr DataType dtype_of<std::int16_t>() {
+  return DataType::kInt16;
+}
+template <>
+constexpr DataType dtype_of<std::int32_t>() {
+  return DataType::kInt32;
+}
+template <>
+constexpr DataType dtype_of<std::int64_t>() {
+  return DataType::kInt64;
+}
+template <>
+constexpr DataType dtype_of<float16_t>() {
+  return DataType::kFloat16;
+}
+template <>
+constexpr DataType dtype_of<bfloat16_t>() {
+  return DataType::kBFloat16;
+}
+template <>
+constexpr DataType dtype_of<float>() {
+  return DataType::kFloat32;
+}
+template <>
+constexpr DataType dtype_of<double>() {
+  return DataType::kFloat64;
+}
+template <>
+constexpr DataType dtype_of<bool>() {
+  return DataType::kBool;
+}
 
 // Calls fn(T{}) with the C++ element type T of `dtype` (bool for kBool,
 // float16_t for kFloat16, ...): one switch for code generic over dtypes.

@@ -170,7 +170,7 @@ void CpuCollectives::allreduce(const std::vector<const TensorEntry*>& group) {
   unsigned char* buffer = fusion_buffer_.data();
   if (op != ReduceOp::kAdasum && !as_half_shares(dtype, op, total) &&
       backend_.capabilities().waits_on_network && FusionPipeline::worth_it(total * element_size)) {
-    return allreduce_pipelined(group, buffer, op, divisor);
+    return allreduce_pipelined(group, buffer, total, op, divisor);
   }
   const auto t0 = ExecutionTrace::now_if(traced);
   std::size_t offset = 0;
@@ -212,12 +212,11 @@ void for_each_part(const std::vector<const TensorEntry*>& group, std::size_t ele
 }  // namespace
 
 void CpuCollectives::allreduce_pipelined(const std::vector<const TensorEntry*>& group,
-                                         unsigned char* buffer, ReduceOp op, double divisor) {
+                                         unsigned char* buffer, std::size_t total, ReduceOp op,
+                                         double divisor) {
   const Request& request = group.front()->request;
   const DataType dtype = request.dtype;
   const std::size_t element_size = dtype_size(dtype);
-  std::size_t total = 0;
-  for (const TensorEntry* entry : group) total += entry->input.num_elements();
   const bool traced = trace_.active();
   const auto t0 = TimelineClock::now();
   const auto copy_in = [&](std::size_t begin, std::size_t end) {

@@ -47,8 +47,9 @@ class CpuCollectives {
   void allreduce(const std::vector<const TensorEntry*>& group);
   // The same with the copies in and out overlapping the backend's
   // transfers, a chunk at a time (fusion_pipeline.h).
+  // `total`: the group's elements.
   void allreduce_pipelined(const std::vector<const TensorEntry*>& group, unsigned char* buffer,
-                           ReduceOp op, double divisor);
+                           std::size_t total, ReduceOp op, double divisor);
   // The reduction itself on the group's elements packed in `buffer`: the
   // backend's allreduce, or Adasum with coefficients per tensor.
   void reduce_packed(const std::vector<const TensorEntry*>& group, void* buffer, DataType dtype,

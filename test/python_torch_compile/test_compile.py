@@ -5,6 +5,7 @@ trains with DistributedOptimizer (averaged gradients, backward_passes_per_step);
 and with hvd.compile_backend() its gradients' allreduces start while the
 compiled backward still runs, seen in the timeline's order of events."""
 import json
+import logging
 import os
 import tempfile
 
@@ -165,6 +166,30 @@ def test_compile_backend_parts_save_what_their_backward_reads(recompute, monkeyp
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-6, msg=name)
     assert (len(calls) > 1) != recompute, "{} parts partitioned by default_partition".format(
         len(calls))
+
+
+def test_compile_backend_parts_are_cached_by_inductor():
+    """Inductor pickles its config, and so compile_backend()'s partitioner,
+    into each compiled part's cache key: no "Failed to pickle cache key"
+    warning, and the parts can be cached."""
+    if not hasattr(torch._inductor.config, "custom_partitioner_fn"):
+        pytest.skip("this PyTorch's inductor takes no custom partitioner")
+    warnings = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            warnings.append(record.getMessage())
+    handler = Collect(level=logging.WARNING)
+    logger = logging.getLogger("torch._inductor.codecache")
+    logger.addHandler(handler)
+    try:
+        torch._dynamo.reset()
+        compiled = torch.compile(make_model(), backend=hvd.compile_backend(bucket_cap_mb=0.01))
+        x, y = batch(0)
+        torch.nn.functional.mse_loss(compiled(x), y).backward()
+    finally:
+        logger.removeHandler(handler)
+    assert not [w for w in warnings if "pickle" in w], warnings
 
 
 # -- overlap ---------------------------------------------------------------------------

@@ -337,19 +337,7 @@ def _without_recomputation(compile_fn):
     config = torch._inductor.config
     if not hasattr(config, "custom_partitioner_fn"):
         return compile_fn
-    from torch._functorch.partitioners import default_partition
-    from torch._inductor.custom_graph_pass import CustomPartitionerFn
-
-    class SavedNotRecomputed(CustomPartitionerFn):
-        def __call__(self, gm, joint_inputs, **kwargs):
-            return default_partition(gm, joint_inputs, num_fwd_outputs=kwargs["num_fwd_outputs"],
-                                     static_lifetime_input_indices=kwargs.get(
-                                         "static_lifetime_input_indices"))
-
-        def uuid(self):
-            return "horovodcpp.default_partition"
-
-    partitioner = SavedNotRecomputed()
+    partitioner = _saved_not_recomputed()
 
     def compile_part(gm, example_inputs):
         # The forward's compilation partitions the joint graph: the
@@ -357,6 +345,34 @@ def _without_recomputation(compile_fn):
         with config.patch(custom_partitioner_fn=partitioner):
             return compile_fn(gm, example_inputs)
     return compile_part
+
+
+_PARTITIONER = []  # the one instance, made on first use (imports inductor)
+
+
+def _saved_not_recomputed():
+    """Inductor's custom partitioner running AOTAutograd's default_partition.
+    Inductor pickles its config into each graph's cache key: the instance
+    pickles as a call of this function (a class made here would not pickle,
+    and inductor would warn at every part and cache none)."""
+    if not _PARTITIONER:
+        from torch._functorch.partitioners import default_partition
+        from torch._inductor.custom_graph_pass import CustomPartitionerFn
+
+        class SavedNotRecomputed(CustomPartitionerFn):
+            def __call__(self, gm, joint_inputs, **kwargs):
+                return default_partition(gm, joint_inputs,
+                                         num_fwd_outputs=kwargs["num_fwd_outputs"],
+                                         static_lifetime_input_indices=kwargs.get(
+                                             "static_lifetime_input_indices"))
+
+            def uuid(self):
+                return "horovodcpp.default_partition"
+
+            def __reduce__(self):
+                return (_saved_not_recomputed, ())
+        _PARTITIONER.append(SavedNotRecomputed())
+    return _PARTITIONER[0]
 
 
 compiling.OPS = sys.modules[__name__]

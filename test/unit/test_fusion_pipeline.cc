@@ -7,6 +7,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -17,63 +18,113 @@ namespace hvd {
 namespace {
 
 constexpr std::size_t kChunk = FusionPipeline::kChunkBytes;
+constexpr std::size_t kEdge = FusionPipeline::kEdgeChunkBytes;
 
-// Every step of a run, in the order they happened.
+// Every step of a run, in the order they happened: "reduce 1048576 5242880".
 struct StepLog {
   void add(const std::string& step, std::size_t begin, std::size_t end) {
     std::lock_guard<std::mutex> lock(mutex);
-    steps.push_back(step + " " + std::to_string(begin / kChunk) + " " + std::to_string(end));
+    steps.push_back(step + " " + std::to_string(begin) + " " + std::to_string(end));
   }
-  std::size_t index_of(const std::string& step) const {
+  std::size_t index_of(const std::string& step, std::size_t begin) const {
+    const std::string prefix = step + " " + std::to_string(begin) + " ";
     for (std::size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].rfind(step + " ", 0) == 0) return i;
+      if (steps[i].rfind(prefix, 0) == 0) return i;
     }
     return steps.size();
+  }
+  FusionPipeline::Step recorder(const char* step) {
+    return [this, step](std::size_t b, std::size_t e) { add(step, b, e); };
   }
   std::mutex mutex;
   std::vector<std::string> steps;
 };
 
+TEST(FusionPipeline, SmallEdgeChunksAndARestThatJoinsTheChunkBeforeIt) {
+  using Bounds = std::vector<std::size_t>;
+  EXPECT_EQ(FusionPipeline::chunk_bounds(kChunk), (Bounds{0, kEdge, kChunk - kEdge, kChunk}));
+  // 10 MiB: 1, 4, 4, 1.
+  EXPECT_EQ(FusionPipeline::chunk_bounds(10 * kEdge),
+            (Bounds{0, kEdge, kEdge + kChunk, 9 * kEdge, 10 * kEdge}));
+  // A rest under half a chunk joins the one before: 1, 4, 4 + 1 MiB, 1.
+  EXPECT_EQ(FusionPipeline::chunk_bounds(11 * kEdge),
+            (Bounds{0, kEdge, kEdge + kChunk, 10 * kEdge, 11 * kEdge}));
+  // Half a chunk and more is a chunk of its own: 1, 4, 4, 2, 1.
+  EXPECT_EQ(FusionPipeline::chunk_bounds(12 * kEdge),
+            (Bounds{0, kEdge, kEdge + kChunk, kEdge + 2 * kChunk, 11 * kEdge, 12 * kEdge}));
+  EXPECT_EQ(FusionPipeline::chunk_bounds(100), (Bounds{0, 100}));
+}
+
 TEST(FusionPipeline, EachChunkIsCopiedInReducedAndCopiedOutInOrder) {
-  const std::size_t bytes = 2 * kChunk + kChunk / 2;
+  const std::size_t bytes = 12 * kEdge + 8;
+  const std::vector<std::size_t> bounds = FusionPipeline::chunk_bounds(bytes);
   StepLog log;
   FusionPipeline pipeline;
-  pipeline.run(
-      bytes, [&](std::size_t b, std::size_t e) { log.add("in", b, e); },
-      [&](std::size_t b, std::size_t e) { log.add("reduce", b, e); },
-      [&](std::size_t b, std::size_t e) { log.add("out", b, e); });
-  ASSERT_EQ(log.steps.size(), 9u);
-  for (std::size_t chunk = 0; chunk < 3; ++chunk) {
-    const std::string c = std::to_string(chunk);
-    EXPECT_LT(log.index_of("in " + c), log.index_of("reduce " + c)) << c;
-    EXPECT_LT(log.index_of("reduce " + c), log.index_of("out " + c)) << c;
+  pipeline.run(bytes, log.recorder("in"), log.recorder("reduce"), log.recorder("out"));
+  const std::size_t chunks = bounds.size() - 1;
+  ASSERT_EQ(log.steps.size(), 3 * chunks);
+  for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+    const std::string part =
+        " " + std::to_string(bounds[chunk]) + " " + std::to_string(bounds[chunk + 1]);
+    for (const char* step : {"in", "reduce", "out"}) {
+      EXPECT_NE(std::find(log.steps.begin(), log.steps.end(), step + part), log.steps.end())
+          << step << part;
+    }
+    EXPECT_LT(log.index_of("in", bounds[chunk]), log.index_of("reduce", bounds[chunk])) << chunk;
+    EXPECT_LT(log.index_of("reduce", bounds[chunk]), log.index_of("out", bounds[chunk])) << chunk;
+    if (chunk > 0) {
+      EXPECT_LT(log.index_of("reduce", bounds[chunk - 1]), log.index_of("reduce", bounds[chunk]));
+    }
   }
-  EXPECT_LT(log.index_of("out 1"), log.index_of("out 2"));
-  // The last chunk ends where the buffer does.
-  EXPECT_NE(std::find(log.steps.begin(), log.steps.end(), "reduce 2 " + std::to_string(bytes)),
-            log.steps.end());
+}
+
+// The calling thread copies the first chunk in and the last one out itself:
+// the first reduction and the return need no wake-up of the helper.
+TEST(FusionPipeline, TheCallerCopiesTheFirstChunkInAndTheLastOneOut) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::mutex mutex;
+  std::vector<std::string> on_caller;
+  const auto record = [&](const char* step) {
+    return [&, step](std::size_t b, std::size_t) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (std::this_thread::get_id() == caller) {
+        on_caller.push_back(std::string(step) + " " + std::to_string(b));
+      }
+    };
+  };
+  FusionPipeline pipeline;
+  pipeline.run(10 * kEdge, record("in"), record("reduce"), record("out"));
+  const std::vector<std::string> expected = {"in 0",
+                                             "reduce 0",
+                                             "reduce " + std::to_string(kEdge),
+                                             "reduce " + std::to_string(kEdge + kChunk),
+                                             "reduce " + std::to_string(9 * kEdge),
+                                             "out " + std::to_string(9 * kEdge)};
+  EXPECT_EQ(on_caller, expected);
 }
 
 TEST(FusionPipeline, AFailedReductionStopsTheRunAndIsRethrown) {
   FusionPipeline pipeline;
   StepLog log;
-  const auto record = [&](const char* step) {
-    return [&log, step](std::size_t b, std::size_t e) { log.add(step, b, e); };
-  };
+  const auto record = [&](const char* step) { return log.recorder(step); };
+  // Chunks at 0, 1, 5 and 9 MiB: the second one's reduction fails.
   EXPECT_THROW(pipeline.run(
-                   3 * kChunk, record("in"),
+                   10 * kEdge, record("in"),
                    [&](std::size_t b, std::size_t e) {
-                     if (b == kChunk) throw std::runtime_error("peer lost");
+                     if (b == kEdge) throw std::runtime_error("peer lost");
                      log.add("reduce", b, e);
                    },
                    record("out")),
                std::runtime_error);
-  EXPECT_EQ(log.index_of("reduce 1"), log.steps.size());
-  EXPECT_EQ(log.index_of("out 1"), log.steps.size());
+  EXPECT_LT(log.index_of("reduce", 0), log.steps.size());
+  for (const std::size_t begin : {kEdge, kEdge + kChunk, 9 * kEdge}) {
+    EXPECT_EQ(log.index_of("reduce", begin), log.steps.size()) << begin;
+    EXPECT_EQ(log.index_of("out", begin), log.steps.size()) << begin;
+  }
   // The helper is free again: the next run completes.
   log.steps.clear();
   pipeline.run(2 * kChunk, record("in"), record("reduce"), record("out"));
-  EXPECT_EQ(log.steps.size(), 6u);
+  EXPECT_EQ(log.steps.size(), 3 * (FusionPipeline::chunk_bounds(2 * kChunk).size() - 1));
 }
 
 TEST(FusionPipeline, AFailedCopyIsRethrown) {
@@ -142,10 +193,12 @@ TEST(FusionPipeline, AFusedAllreduceAcrossChunksGivesEveryTensorItsResult) {
   std::vector<std::int64_t> splits;
   collectives.run(response, group, splits);
 
+  // 4.5 M floats: 1 MiB, three chunks, the rest (3.3 MB), 1 MiB.
   const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
-  const std::size_t chunk_elements = kChunk / sizeof(float);
-  ASSERT_EQ(backend.counts.size(), (total + chunk_elements - 1) / chunk_elements);
-  EXPECT_EQ(std::accumulate(backend.counts.begin(), backend.counts.end(), std::size_t{0}), total);
+  const std::size_t edge = kEdge / sizeof(float), chunk = kChunk / sizeof(float);
+  const std::vector<std::size_t> expected_counts = {
+      edge, chunk, chunk, chunk, total - 2 * edge - 3 * chunk, edge};
+  EXPECT_EQ(backend.counts, expected_counts);
   for (std::size_t t = 0; t < sizes.size(); ++t) {
     const std::vector<float>& result = t == 1 ? inputs[t] : outputs[t];
     for (std::size_t i = 0; i < sizes[t]; ++i) {

@@ -13,8 +13,16 @@ FusionPipeline::~FusionPipeline() {
   if (helper_.joinable()) helper_.join();
 }
 
-std::size_t FusionPipeline::chunk_end(std::size_t chunk) const {
-  return std::min(bytes_, (chunk + 1) * kChunkBytes);
+std::vector<std::size_t> FusionPipeline::chunk_bounds(std::size_t bytes) {
+  if (bytes < 4 * kEdgeChunkBytes) return {0, bytes};
+  std::vector<std::size_t> bounds = {0, kEdgeChunkBytes};
+  const std::size_t middle_end = bytes - kEdgeChunkBytes;
+  while (middle_end - bounds.back() >= kChunkBytes + kChunkBytes / 2) {
+    bounds.push_back(bounds.back() + kChunkBytes);
+  }
+  bounds.push_back(middle_end);
+  bounds.push_back(bytes);
+  return bounds;
 }
 
 FusionPipeline::Times FusionPipeline::run(std::size_t bytes, const Step& copy_in,
@@ -22,9 +30,15 @@ FusionPipeline::Times FusionPipeline::run(std::size_t bytes, const Step& copy_in
   Times times;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    bytes_ = bytes;
-    chunks_ = (bytes + kChunkBytes - 1) / kChunkBytes;
-    copied_in_ = reduced_ = 0;
+    bounds_ = chunk_bounds(bytes);
+    chunks_ = bounds_.size() - 1;
+  }
+  copy_in(bounds_[0], bounds_[1]);
+  times.first_copied_in = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    copied_in_ = 1;
+    reduced_ = 0;
     failed_ = false;
     helper_error_ = nullptr;
     copy_in_ = &copy_in;
@@ -34,35 +48,40 @@ FusionPipeline::Times FusionPipeline::run(std::size_t bytes, const Step& copy_in
   }
   changed_.notify_all();
   std::exception_ptr error;
+  try {
+    times.last_reduced = reduce_chunks(reduce, copy_out);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (error) failed_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return !running_; });
+    if (!error) error = helper_error_;
+  }
+  if (error) std::rethrow_exception(error);
+  return times;
+}
+
+FusionPipeline::Clock::time_point FusionPipeline::reduce_chunks(const Step& reduce,
+                                                                const Step& copy_out) {
   for (std::size_t chunk = 0; chunk < chunks_; ++chunk) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock, [&] { return copied_in_ > chunk || failed_; });
-      if (failed_) break;
-      if (chunk == 0) times.first_copied_in = first_copied_in_;
+      if (failed_) return Clock::now();  // the helper's error is rethrown
     }
-    try {
-      reduce(chunk * kChunkBytes, chunk_end(chunk));
-    } catch (...) {
-      error = std::current_exception();
-    }
+    reduce(bounds_[chunk], bounds_[chunk + 1]);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (error) {
-        failed_ = true;
-      } else {
-        reduced_ = chunk + 1;
-      }
+      reduced_ = chunk + 1;
     }
     changed_.notify_all();
-    if (error) break;
-    if (chunk + 1 == chunks_) times.last_reduced = Clock::now();
   }
-  std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return !running_; });
-  if (!error) error = helper_error_;
-  if (error) std::rethrow_exception(error);
-  return times;
+  const Clock::time_point last_reduced = Clock::now();
+  copy_out(bounds_[chunks_ - 1], bounds_[chunks_]);
+  return last_reduced;
 }
 
 void FusionPipeline::help() {
@@ -83,21 +102,20 @@ bool FusionPipeline::copy_chunks() {
   try {
     // Every chunk in first: copying is faster than the network, and the
     // reduction then never waits for it after the first chunk.
-    for (std::size_t chunk = 0; chunk < chunks_; ++chunk) {
-      (*copy_in_)(chunk * kChunkBytes, chunk_end(chunk));
+    for (std::size_t chunk = 1; chunk < chunks_; ++chunk) {
+      (*copy_in_)(bounds_[chunk], bounds_[chunk + 1]);
       std::lock_guard<std::mutex> lock(mutex_);
-      if (chunk == 0) first_copied_in_ = Clock::now();
       ++copied_in_;
       changed_.notify_all();
       if (failed_) return false;
     }
-    for (std::size_t chunk = 0; chunk < chunks_; ++chunk) {
+    for (std::size_t chunk = 0; chunk + 1 < chunks_; ++chunk) {
       {
         std::unique_lock<std::mutex> lock(mutex_);
         changed_.wait(lock, [&] { return reduced_ > chunk || failed_; });
         if (failed_) return false;
       }
-      (*copy_out_)(chunk * kChunkBytes, chunk_end(chunk));
+      (*copy_out_)(bounds_[chunk], bounds_[chunk + 1]);
     }
     return true;
   } catch (...) {

@@ -2,9 +2,9 @@
 // network, taken a chunk of the fusion buffer at a time, with the copies
 // into the buffer (ahead of the chunk being reduced) and out of it (behind)
 // on a helper thread. Only the first chunk's copy in and the last one's copy
-// out are not hidden behind the transfers: on two hosts at 1 Gbit/s, a 21 MB
-// buffer's copies took 9 ms of each 250 ms step of bench/compiled_bench.py
-// when they ran before and after the whole allreduce.
+// out are not hidden behind the transfers, and the calling thread does those
+// two itself: on a busy machine a wake-up of the other thread can take
+// milliseconds (2-3 ms on two hosts sharing 2 cores, bench/compiled_bench.py).
 #pragma once
 
 #include <chrono>
@@ -14,16 +14,23 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace hvd {
 
 class FusionPipeline {
  public:
-  // A chunk's bytes (the last one's fewer): a multiple of every element
-  // size, so every rank cuts the same buffer alike. Buffers of fewer than
-  // two chunks gain nothing.
+  // Chunk sizes, multiples of every element size so that every rank cuts
+  // the same buffer alike. The first and the last chunk are small: theirs
+  // are the copies not hidden. The others are kChunkBytes but the last of
+  // them, which takes the rest (from half to one and a half chunks): a rest
+  // of its own would cost a whole round of the backend's algorithm for
+  // little data.
   static constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
-  static bool worth_it(std::size_t bytes) { return bytes >= 2 * kChunkBytes; }
+  static constexpr std::size_t kEdgeChunkBytes = std::size_t{1} << 20;
+  static bool worth_it(std::size_t bytes) { return bytes >= kChunkBytes; }
+  // The chunks' offsets, and `bytes` last: chunk i is [bounds[i], bounds[i+1]).
+  static std::vector<std::size_t> chunk_bounds(std::size_t bytes);
 
   // One step on the bytes [begin, end) of the buffer.
   using Step = std::function<void(std::size_t begin, std::size_t end)>;
@@ -40,10 +47,11 @@ class FusionPipeline {
   FusionPipeline(const FusionPipeline&) = delete;
   FusionPipeline& operator=(const FusionPipeline&) = delete;
 
-  // copy_in on every chunk of `bytes`, in order, on the helper thread;
-  // reduce on each chunk once it is in, on this thread; copy_out on each
-  // once it is reduced, on the helper. Returns once every chunk is out. If a
-  // step throws, the chunks after it are left alone and the exception is
+  // copy_in on every chunk of `bytes`, in order: the first on this thread,
+  // the others on the helper; reduce on each chunk once it is in, on this
+  // thread; copy_out on each once it is reduced: the last on this thread,
+  // the others on the helper. Returns once every chunk is out. If a step
+  // throws, the chunks after it are left alone and the exception is
   // rethrown here.
   Times run(std::size_t bytes, const Step& copy_in, const Step& reduce, const Step& copy_out);
 
@@ -51,7 +59,9 @@ class FusionPipeline {
   void help();
   // The helper's part of the current run; false if it stopped on a failure.
   bool copy_chunks();
-  std::size_t chunk_end(std::size_t chunk) const;
+  // Reduces every chunk in order, the last copied out too; returns when
+  // the last chunk was reduced. Throws what a step threw.
+  Clock::time_point reduce_chunks(const Step& reduce, const Step& copy_out);
 
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -59,7 +69,7 @@ class FusionPipeline {
   bool stopping_ = false;
   // The current run; guarded by mutex_.
   bool running_ = false;
-  std::size_t bytes_ = 0;
+  std::vector<std::size_t> bounds_;
   std::size_t chunks_ = 0;
   std::size_t copied_in_ = 0;
   std::size_t reduced_ = 0;
@@ -67,7 +77,6 @@ class FusionPipeline {
   std::exception_ptr helper_error_;
   const Step* copy_in_ = nullptr;
   const Step* copy_out_ = nullptr;
-  Clock::time_point first_copied_in_;
 };
 
 }  // namespace hvd

@@ -17,8 +17,8 @@
 #             three others fail within 10 s; again with survivors that stay
 #             alive after their error
 #   LOOP stop / LOOP kill  a 3-rank training loop runs under hvdrun
-#             --peer-timeout 3 (LOOP: cpp, fault_worker submitting 4
-#             tensors a step; torch, fault_train.py with horovodcpp.torch's
+#             --peer-timeout 4 (LOOP: cpp, fault_worker submitting 4
+#             tensors of 4 MB a step; torch, fault_train.py with horovodcpp.torch's
 #             DistributedOptimizer); the script SIGSTOPs or SIGKILLs rank 1
 #             from outside, as a user would. hvdrun must exit non-zero within
 #             STOP_LIMIT / KILL_LIMIT seconds of the signal with a line
@@ -68,13 +68,15 @@ fi
 NP=3
 LIMIT=10            # seconds hvdrun may take to fail
 SAFETY=60           # hard stop for a hung hvdrun
-PEER_TIMEOUT=3      # hvdrun --peer-timeout of the training loops
-# From the signal to hvdrun's exit. SIGSTOP: the peer timeout (3 s), the
+PEER_TIMEOUT=4      # hvdrun --peer-timeout of the training loops
+# From the signal to hvdrun's exit. SIGSTOP: the peer timeout (4 s), the
 # roll call (2 s), hvdrun's failure grace (over a second after every rank
 # has reported or been named, as the stopped one is), the flight
-# recorder's dump grace (0.5 s) and the exit: 6-7 s measured in both
-# modes. The limit leaves room for a loaded machine but not for a second
-# peer timeout, the way a default job's 34 s once became 64 s in MPI mode.
+# recorder's dump grace (0.5 s) and the exit: 7-8 s. The limit leaves room
+# for a loaded machine but not for a second peer timeout (11 s and more),
+# as when a rank that lost a peer in a transfer went on to negotiate the
+# next collective with it. The C++ loop's tensors are large enough (4 x 4
+# MB a step) that the signal lands in a transfer, not in a negotiation.
 # SIGKILL: the roll call and a second, or mpirun at once.
 STOP_LIMIT=10
 KILL_LIMIT=10
@@ -342,7 +344,7 @@ $errors"
 start_loop() {  # mode loop tag log [worker flags...]
   local mode=$1 loop=$2 tag=$3 log=$4 i
   shift 4
-  local command=("$WORKER" --iters 100000000 --sleep-ms 10 --tensors 4 --count 4096 "$@")
+  local command=("$WORKER" --iters 100000000 --sleep-ms 1 --tensors 4 --count 1000000 "$@")
   [ "$loop" = torch ] && command=("$PYTHON" "$TRAIN_SCRIPT")
   # Python ranks importing torch on a loaded machine take a while to start.
   timeout -s KILL $((2 * SAFETY)) "$HVDRUN" -np "$NP" "$mode" --peer-timeout "$PEER_TIMEOUT" \

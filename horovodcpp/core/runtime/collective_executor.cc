@@ -175,6 +175,7 @@ void CollectiveExecutor::execute_fused(const Response& response,
     for (const TensorEntry* member : group) member->work->complete();
   } catch (...) {
     for (const TensorEntry* member : group) member->work->fail(std::current_exception());
+    note_if_peer_lost();
   }
 }
 
@@ -193,6 +194,16 @@ void CollectiveExecutor::execute(const Response& response, const TensorEntry& en
     entry.work->complete(std::move(output), std::move(received_splits));
   } catch (...) {
     entry.work->fail(std::current_exception());
+    note_if_peer_lost();
+  }
+}
+
+void CollectiveExecutor::note_if_peer_lost() {
+  try {
+    throw;
+  } catch (const RankFailure&) {
+    if (!peer_lost_) peer_lost_ = std::current_exception();
+  } catch (...) {
   }
 }
 

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/device/device_operations.h"
@@ -66,6 +68,10 @@ class CollectiveExecutor {
   std::size_t reduce_inline(const Request& request, const TensorView& output,
                             const std::vector<std::string>& inputs);
 
+  // The first RankFailure a collective failed with since the last call
+  // (null if none): a peer was lost, and the job with it.
+  std::exception_ptr take_peer_lost() { return std::exchange(peer_lost_, nullptr); }
+
   std::size_t fusion_threshold() const { return fusion_threshold_; }
   // Every rank must switch at the same cycle (they plan fusion alike).
   void set_fusion_threshold(std::size_t bytes) { fusion_threshold_ = bytes; }
@@ -81,6 +87,8 @@ class CollectiveExecutor {
   void execute(const Response& response, const TensorEntry& entry);
   // A fused allreduce group (two or more), completed or failed together.
   void execute_fused(const Response& response, const std::vector<const TensorEntry*>& group);
+  // Keeps the exception in flight if it is a RankFailure (take_peer_lost).
+  void note_if_peer_lost();
 
   const Topology& topology_;
   ExecutionTrace trace_;
@@ -92,6 +100,7 @@ class CollectiveExecutor {
   const char* backend_label_;  // the backends' names, as the recorder keeps them
   const char* device_label_;
   std::vector<const void*> inline_sources_;  // execute_inline's, reused
+  std::exception_ptr peer_lost_;
 };
 
 }  // namespace hvd

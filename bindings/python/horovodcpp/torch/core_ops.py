@@ -5,7 +5,8 @@ autograd_ops.py; mpi_ops.py re-exports both under Horovod's module name.
 
 Tensors cross into the C++ core through DLPack, in place: in-place
 operations write into the tensor's memory, out-of-place ones into a new
-tensor (or one the core allocated). CUDA tensors go with the current CUDA
+tensor (or one the core allocated). A blocking allreduce of contiguous CPU
+tensors passes their addresses instead (allreduce_blocking). CUDA tensors go with the current CUDA
 stream of their device (torch.cuda.current_stream()): the core's copies or
 NCCL kernels run after what was queued there when the operation was
 started, and that stream's later work runs after the result; results the
@@ -63,6 +64,16 @@ def _stream(tensor):
 def _group_stream(tensors):
     """A group's stream: its first CUDA tensor's (a group is on one device)."""
     return next((_stream(t) for t in tensors if t.is_cuda), 0)
+
+
+# torch dtype -> the core's dtype code, for the blocking CPU path without DLPack.
+_CPU_CODES = {getattr(torch, name): code for name, code in _core.dtype_codes().items()
+              if isinstance(getattr(torch, name, None), torch.dtype)}
+
+
+def _plain_cpu(tensor):
+    """A dense contiguous CPU tensor, which the core may take as its address."""
+    return tensor.is_cpu and tensor.layout is torch.strided and tensor.is_contiguous()
 
 
 def _inplace_tensor(tensor):
@@ -135,6 +146,13 @@ def allreduce_blocking(tensor, output, name, op, prescale_factor, postscale_fact
     if tensor.is_cuda:
         return synchronize(_allreduce_async(tensor, output, name, op, prescale_factor,
                                             postscale_factor, process_set))
+    code = _CPU_CODES.get(tensor.dtype)
+    if code is not None and _plain_cpu(tensor) and (output is tensor or _plain_cpu(output)):
+        _core.allreduce_cpu((tensor, output), tensor.data_ptr(),
+                            0 if output is tensor else output.data_ptr(), code, tensor.shape,
+                            _name("allreduce", name), op, prescale_factor, postscale_factor,
+                            _core_set(process_set))
+        return output
     if output is tensor:
         _core.allreduce(_inplace_tensor(tensor), None, _name("allreduce", name), op,
                         prescale_factor, postscale_factor, _core_set(process_set))

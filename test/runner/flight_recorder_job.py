@@ -3,7 +3,8 @@ names (grad.fc1, grad.fc2) for 20 steps, then SCENARIO:
   skip      rank 1 skips grad.fc3 and submits nothing more (sleeps)
   order     rank 0 reduces a then b, the others b then a
   loop      every rank loops on grad.fc1 (the script stops or kills rank 1)
-  usr1      rank 0 sends every rank SIGUSR1, then the job ends normally
+  usr1      once every rank is idle, rank 0 sends each SIGUSR1; the job
+            ends normally
 Every rank prints "flight_recorder_job rank R pid P" first."""
 import os
 import signal
@@ -37,10 +38,14 @@ def main():
             time.sleep(0.01)
     elif scenario == "usr1":
         pids = hvd.allgather_object(os.getpid())
+        # The signals reach idle ranks: right after the allgather, a rank
+        # still completing it dumped it as awaited.
+        hvd.barrier()
         if hvd.rank() == 0:
+            time.sleep(0.5)
             for pid in pids:
                 os.kill(pid, signal.SIGUSR1)
-        time.sleep(1)  # the dumps are written by a thread of their own
+        time.sleep(2)  # idle while the dumps are written (by a thread of their own)
         hvd.barrier()
     print("flight_recorder_job rank {} done".format(hvd.rank()), flush=True)
 

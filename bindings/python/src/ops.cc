@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -69,6 +70,14 @@ Work allreduce_async(py::object input, py::object output, const std::string& nam
       {&in, &out});
 }
 
+// What a blocking call that timed out still has in flight, with no handle
+// to wait for: kept for good (a timed-out job is ending), never freed under
+// the core (nor released, so no GIL is needed).
+void keep_for_good(std::shared_ptr<void> keep) {
+  static auto* orphans = new std::vector<std::shared_ptr<void>>();
+  orphans->push_back(std::move(keep));
+}
+
 // The blocking allreduce: a lone CPU allreduce runs in the caller's own
 // cycle (the core's lone blocking path), with no Work or hand-over.
 void allreduce(py::object input, py::object output, const std::string& name, hvd::ReduceOp op,
@@ -86,11 +95,8 @@ void allreduce(py::object input, py::object output, const std::string& name, hvd
     py::gil_scoped_release release;
     hvd::allreduce(in.view, out ? out->view : in.view, name, op, prescale, postscale, set, timeout);
   } catch (const hvd::Timeout&) {
-    // Still in flight, with no handle to wait for: its tensors are kept
-    // for good (a timed-out job is ending), never freed under the core.
-    static auto* orphans = new std::vector<std::shared_ptr<void>>();
-    orphans->push_back(in.keep);
-    if (out) orphans->push_back(out->keep);
+    keep_for_good(in.keep);
+    if (out) keep_for_good(out->keep);
     throw;
   }
 }
@@ -115,8 +121,7 @@ void allreduce_cpu(py::object owner, std::uintptr_t input, std::uintptr_t output
     py::gil_scoped_release release;
     hvd::allreduce(in, out, name, op, prescale, postscale, set);
   } catch (const hvd::Timeout&) {
-    static auto* orphans = new std::vector<py::object>();
-    orphans->push_back(std::move(owner));
+    keep_for_good(std::make_shared<py::object>(std::move(owner)));
     throw;
   }
 }

@@ -28,15 +28,12 @@ std::vector<std::size_t> FusionPipeline::chunk_bounds(std::size_t bytes) {
 FusionPipeline::Times FusionPipeline::run(std::size_t bytes, const Step& copy_in,
                                           const Step& reduce, const Step& copy_out) {
   Times times;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    bounds_ = chunk_bounds(bytes);
-    chunks_ = bounds_.size() - 1;
-  }
-  copy_in(bounds_[0], bounds_[1]);
+  std::vector<std::size_t> bounds = chunk_bounds(bytes);
+  copy_in(bounds[0], bounds[1]);
   times.first_copied_in = Clock::now();
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    bounds_ = std::move(bounds);
     copied_in_ = 1;
     reduced_ = 0;
     failed_ = false;
@@ -66,7 +63,7 @@ FusionPipeline::Times FusionPipeline::run(std::size_t bytes, const Step& copy_in
 
 FusionPipeline::Clock::time_point FusionPipeline::reduce_chunks(const Step& reduce,
                                                                 const Step& copy_out) {
-  for (std::size_t chunk = 0; chunk < chunks_; ++chunk) {
+  for (std::size_t chunk = 0; chunk < chunks(); ++chunk) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock, [&] { return copied_in_ > chunk || failed_; });
@@ -80,7 +77,7 @@ FusionPipeline::Clock::time_point FusionPipeline::reduce_chunks(const Step& redu
     changed_.notify_all();
   }
   const Clock::time_point last_reduced = Clock::now();
-  copy_out(bounds_[chunks_ - 1], bounds_[chunks_]);
+  copy_out(bounds_[chunks() - 1], bounds_[chunks()]);
   return last_reduced;
 }
 
@@ -102,14 +99,14 @@ bool FusionPipeline::copy_chunks() {
   try {
     // Every chunk in first: copying is faster than the network, and the
     // reduction then never waits for it after the first chunk.
-    for (std::size_t chunk = 1; chunk < chunks_; ++chunk) {
+    for (std::size_t chunk = 1; chunk < chunks(); ++chunk) {
       (*copy_in_)(bounds_[chunk], bounds_[chunk + 1]);
       std::lock_guard<std::mutex> lock(mutex_);
       ++copied_in_;
       changed_.notify_all();
       if (failed_) return false;
     }
-    for (std::size_t chunk = 0; chunk + 1 < chunks_; ++chunk) {
+    for (std::size_t chunk = 0; chunk + 1 < chunks(); ++chunk) {
       {
         std::unique_lock<std::mutex> lock(mutex_);
         changed_.wait(lock, [&] { return reduced_ > chunk || failed_; });

@@ -59,6 +59,7 @@ class FusionPipeline {
   void help();
   // The helper's part of the current run; false if it stopped on a failure.
   bool copy_chunks();
+  std::size_t chunks() const { return bounds_.size() - 1; }
   // Reduces every chunk in order, the last copied out too; returns when
   // the last chunk was reduced. Throws what a step threw.
   Clock::time_point reduce_chunks(const Step& reduce, const Step& copy_out);
@@ -69,8 +70,7 @@ class FusionPipeline {
   bool stopping_ = false;
   // The current run; guarded by mutex_.
   bool running_ = false;
-  std::vector<std::size_t> bounds_;
-  std::size_t chunks_ = 0;
+  std::vector<std::size_t> bounds_;  // chunk_bounds of the run's bytes
   std::size_t copied_in_ = 0;
   std::size_t reduced_ = 0;
   bool failed_ = false;

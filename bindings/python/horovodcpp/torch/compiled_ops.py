@@ -21,6 +21,7 @@ The async forms return the output tensor, still being written, and a
 0-d tensor holding the operation's id (it survives the copies torch.compile
 may make of the output); wait_(output, id) waits (hvd.synchronize of the
 pair under compile). Between the two, nothing may read the output."""
+import functools
 import sys
 from typing import List, Optional
 
@@ -347,32 +348,27 @@ def _without_recomputation(compile_fn):
     return compile_part
 
 
-_PARTITIONER = []  # the one instance, made on first use (imports inductor)
-
-
+@functools.lru_cache(maxsize=None)  # one instance, made on first use (imports inductor)
 def _saved_not_recomputed():
     """Inductor's custom partitioner running AOTAutograd's default_partition.
     Inductor pickles its config into each graph's cache key: the instance
     pickles as a call of this function (a class made here would not pickle,
     and inductor would warn at every part and cache none)."""
-    if not _PARTITIONER:
-        from torch._functorch.partitioners import default_partition
-        from torch._inductor.custom_graph_pass import CustomPartitionerFn
+    from torch._functorch.partitioners import default_partition
+    from torch._inductor.custom_graph_pass import CustomPartitionerFn
 
-        class SavedNotRecomputed(CustomPartitionerFn):
-            def __call__(self, gm, joint_inputs, **kwargs):
-                return default_partition(gm, joint_inputs,
-                                         num_fwd_outputs=kwargs["num_fwd_outputs"],
-                                         static_lifetime_input_indices=kwargs.get(
-                                             "static_lifetime_input_indices"))
+    class SavedNotRecomputed(CustomPartitionerFn):
+        def __call__(self, gm, joint_inputs, **kwargs):
+            return default_partition(gm, joint_inputs, num_fwd_outputs=kwargs["num_fwd_outputs"],
+                                     static_lifetime_input_indices=kwargs.get(
+                                         "static_lifetime_input_indices"))
 
-            def uuid(self):
-                return "horovodcpp.default_partition"
+        def uuid(self):
+            return "horovodcpp.default_partition"
 
-            def __reduce__(self):
-                return (_saved_not_recomputed, ())
-        _PARTITIONER.append(SavedNotRecomputed())
-    return _PARTITIONER[0]
+        def __reduce__(self):
+            return (_saved_not_recomputed, ())
+    return SavedNotRecomputed()
 
 
 compiling.OPS = sys.modules[__name__]

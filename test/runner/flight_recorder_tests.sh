@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The flight recorder end to end, in each mode given: 3-rank jobs
+# The flight recorder end to end, in each mode given (side by side): 3-rank jobs
 # (flight_recorder_job.py) that go wrong, and the analysis hvdrun prints.
 #   skip    rank 1 never submits grad.fc3 (the stall shutdown, 3 s): the
-#           others wait in it, rank 1 stopped submitting after grad.fc2
+#           others wait in it, rank 1 stopped submitting after grad.fc2; the
+#           job ends without waiting for rank 1 (asleep in its own code)
 #   order   rank 0 reduces a then b, the others b then a: each waits for
 #           the other, "different orders"
 #   stop    rank 1 SIGSTOPped (--peer-timeout 3): the others wait in
@@ -39,32 +40,38 @@ run_job() {  # log mode scenario [signal]: the job; SIGNAL goes to rank 1 once i
   wait "$job"
 }
 
-expect() {  # name log pattern...: every extended regex among hvdrun's lines
-  local name=$1 log=$2 why="" pattern
-  shift 2
+expect() {  # name log why pattern...: every extended regex among hvdrun's lines
+  local name=$1 log=$2 why=$3 pattern
+  shift 3
   for pattern in "$@"; do
     grep -E '^hvdrun:' "$log" | grep -qE -- "$pattern" || why+="no line like '$pattern'; "
   done
   report "$name" "$why" "$log"
 }
 
-for mode in "$@"; do
+checks() {  # mode dir: the mode's jobs, run in DIR
+  local mode=$1 WORK=$2 log fault rc dir why analysis r start took
   log="$WORK/skip-$mode.log"
+  start=$SECONDS
   run_job "$log" "$mode" skip
-  expect "$mode skip: the ranks that wait, and the rank that stopped submitting" "$log" \
+  took=$((SECONDS - start))
+  why=""
+  # (Rank 1 sleeps 60 s: a job that waits for it to wake ends too late.)
+  [ "$took" -lt 30 ] || why="the job took $took s: it waited for the sleeping rank 1; "
+  expect "$mode skip: the ranks that wait, and the rank that stopped submitting" "$log" "$why" \
     "flight recorder \(hvdrun --analyze " \
     "last collective every rank completed: allreduce\.grad\.fc2" \
     "ranks 0, 2 wait in allreduce\.grad\.fc3 .*never submitted by rank 1: rank 1 stopped submitting after allreduce\.grad\.fc2"
 
   log="$WORK/order-$mode.log"
   run_job "$log" "$mode" order
-  expect "$mode order: each waits for the other" "$log" \
+  expect "$mode order: each waits for the other" "$log" "" \
     "rank 0 in allreduce\.a and ranks 1-2 in allreduce\.b each wait for the other: collectives submitted in different orders"
 
   for fault in STOP KILL; do
     log="$WORK/$fault-$mode.log"
     run_job "$log" "$mode" loop "$fault"
-    expect "$mode $fault: the survivors wait in grad.fc1, no dump from rank 1" "$log" \
+    expect "$mode $fault: the survivors wait in grad.fc1, no dump from rank 1" "$log" "" \
       "ranks 0, 2 wait in allreduce\.grad\.fc1" "no dump from rank 1 "
   done
 
@@ -85,5 +92,13 @@ for mode in "$@"; do
   done
   echo "$analysis" >>"$log"
   report "$mode usr1: every rank dumps a healthy job, hvdrun --analyze reads them" "$why" "$log"
+}
+
+# The modes side by side: the jobs mostly wait (stall and peer timeouts).
+groups=()
+for mode in "$@"; do
+  mkdir "$WORK/$mode"
+  groups+=("checks $mode $WORK/$mode")
 done
+side_by_side "$WORK" "${groups[@]}"
 summary

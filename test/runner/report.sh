@@ -19,6 +19,26 @@ report_pass() {  # name detail: passed, saying what was seen
   echo "PASS $1 ($2)"
 }
 
+# Runs each command (checks that call report) in a subshell of its own, side
+# by side, then prints their lines command by command and adds up their
+# counts: for checks that mostly wait. DIR holds their output meanwhile.
+side_by_side() {  # dir command...
+  local dir=$1 group i=0 pids=() out counts
+  shift
+  for group in "$@"; do
+    (PASSED=0 FAILED=0; eval "$group"; echo "$PASSED $FAILED" >"$dir/side-$i.counts") >"$dir/side-$i.out" 2>&1 &
+    pids+=($!)
+    i=$((i + 1))
+  done
+  wait "${pids[@]}"
+  for ((i = 0; i < $#; i++)); do
+    cat "$dir/side-$i.out"
+    counts=$(cat "$dir/side-$i.counts" 2>/dev/null || echo "0 1")
+    PASSED=$((PASSED + ${counts% *}))
+    FAILED=$((FAILED + ${counts#* }))
+  done
+}
+
 summary() {
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" -eq 0 ]

@@ -12,6 +12,7 @@
 #include "base/check.h"
 #include "core/diagnostics/peer_failure.h"
 #include "core/process_sets/process_set_rules.h"
+#include "core/runtime/coordinator.h"
 #include "core/runtime/usable_cpus.h"
 
 namespace hvd {
@@ -25,15 +26,20 @@ bool mpi_finalized() {
 
 // Registered only when we initialized MPI (an application that initialized
 // it finalizes it itself). Not done in ~MpiContext: MPI cannot be initialized
-// twice, and the runtime must support shutdown followed by init. After a
-// rank stopped answering, MPI_Finalize would wait for it forever: abort
-// instead, which makes the launcher end the whole job. Abort kills every
-// rank at once, so first the others that gave up in the same roll call get
-// a moment to say so.
-void finalize_at_exit() {
+// twice, and the runtime must support shutdown followed by init. MPI_Finalize
+// waits for every rank, possibly forever: after a rank stopped answering, or
+// when the process fails (`status`) after the runtime stopped on an error (a
+// stall: a rank may be stuck in its own code). Then abort instead, which
+// makes the launcher end the whole job. Abort kills every rank at once, so
+// first the others that gave up too get a moment to say so; then the lowest
+// rank aborts first (Open MPI 4.1's mpirun garbles the message of aborts
+// that arrive together).
+void finalize_at_exit(int status, void*) {
   if (mpi_finalized()) return;
-  if (MpiRollCall::any_given_up()) {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (MpiRollCall::any_given_up() || (status != 0 && Coordinator::any_stopped_on_error())) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000 + 500 * std::min(rank, 8)));
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   MPI_Finalize();
@@ -72,7 +78,7 @@ void ensure_mpi_initialized() {
     prefer_fast_nonblocking_allreduce();
     HVD_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
     static std::once_flag registered;
-    std::call_once(registered, [] { std::atexit(finalize_at_exit); });
+    std::call_once(registered, [] { on_exit(finalize_at_exit, nullptr); });  // (glibc's)
   }
   // Levels are ordered: SINGLE < FUNNELED < SERIALIZED < MULTIPLE.
   HVD_CHECK(provided >= MPI_THREAD_SERIALIZED, BackendError,

@@ -295,7 +295,10 @@ bool Coordinator::cycle() {
   return false;
 }
 
+std::atomic<bool> Coordinator::any_stopped_on_error_{false};
+
 void Coordinator::stop_on(std::exception_ptr error) {
+  any_stopped_on_error_ = true;
   if (hvdrun_) hvdrun_->report_failure(error);
   fail_everything_left(error);
   if (flight_) flight_->dump(message_of(error));
@@ -416,7 +419,10 @@ bool Coordinator::run_cycle() {
   const std::size_t left = fail_everything_left(std::make_exception_ptr(RankFailure(reason)));
   // A stall (every rank, the one that held it up included), or a shutdown
   // that left collectives unfinished: what each rank was doing.
-  if (flight_ && (!agreed.stall_error.empty() || left > 0)) flight_->dump(reason);
+  if (!agreed.stall_error.empty() || left > 0) {
+    any_stopped_on_error_ = true;
+    if (flight_) flight_->dump(reason);
+  }
   return false;
 }
 

@@ -103,6 +103,11 @@ class Coordinator {
   // coordinator if one did before it was queued.
   bool run_alone(AloneCall& call);
 
+  // Whether a coordinator of this process stopped on an error (a failure, a
+  // stall, or a peer's shutdown that left collectives unfinished): the job
+  // is failing, and a rank may be stuck outside any collective.
+  static bool any_stopped_on_error() { return any_stopped_on_error_.load(); }
+
  private:
   // While a thread other than the coordinator's runs the cycles (help,
   // run_alone): keeps the coordinator's thread out of its way.
@@ -181,7 +186,8 @@ class Coordinator {
   // Held by whichever thread runs cycles: this coordinator's, or one that
   // waits for a result (help).
   std::mutex cycle_mutex_;
-  std::atomic<bool> helping_{false};   // a waiting thread holds cycle_mutex_ (help)
+  std::atomic<bool> helping_{false};  // a waiting thread holds cycle_mutex_ (help)
+  static std::atomic<bool> any_stopped_on_error_;
   bool ended_ = false;                 // under cycle_mutex_
   std::exception_ptr ended_by_;        // the error that ended it, if one did
   AloneCall* alone_ = nullptr;         // run_alone's call, during its cycle

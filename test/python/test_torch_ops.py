@@ -1,5 +1,6 @@
 """horovodcpp.torch collectives: every op and dtype against a local
 reference, the asynchronous forms, and errors raised on every rank."""
+import gc
 import json
 import os
 
@@ -76,10 +77,11 @@ def test_allreduce(dtype, op):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_blocking_allreduce_of_a_contiguous_cpu_tensor_skips_dlpack(dtype, monkeypatch):
-    """Its address, dtype and shape go to the core (_core.allreduce_cpu):
-    correct results for every dtype without a DLPack export; a
-    non-contiguous tensor is copied and reduced as before."""
+def test_allreduce_of_contiguous_cpu_tensors_skips_dlpack(dtype, monkeypatch):
+    """Their addresses, dtype and shape go to the core (_core.allreduce_cpu,
+    _core.allreduce_async_cpu): correct results for every dtype without a
+    DLPack export, blocking and not; a non-contiguous tensor is copied and
+    reduced as before; a handle keeps its tensors alive."""
     from horovodcpp.torch import core_ops
 
     def no_dlpack(tensor):
@@ -97,6 +99,13 @@ def test_blocking_allreduce_of_a_contiguous_cpu_tensor_skips_dlpack(dtype, monke
     assert_equal(hvd.allreduce(transposed, name=name + ".t", op=op),
                  reduce_reference(every_rank(lambda r: rank_tensor(r, [6, 4], dtype).t()), op,
                                   dtype), dtype)
+    tensor = rank_tensor(hvd.rank(), [4, 6], dtype)
+    assert hvd.synchronize(hvd.allreduce_async_(tensor, name=name + ".async_", op=op)) is tensor
+    assert_equal(tensor, expected, dtype)
+    handle = hvd.allreduce_async(rank_tensor(hvd.rank(), [4, 6], dtype), name=name + ".async",
+                                 op=op)
+    gc.collect()  # the input has no other reference: the handle holds it
+    assert_equal(hvd.synchronize(handle), expected, dtype)
 
 
 def test_allreduce_scale_factors_and_average_argument():

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "horovodcpp/horovodcpp.h"
@@ -101,22 +102,28 @@ void allreduce(py::object input, py::object output, const std::string& name, hvd
   }
 }
 
-// The blocking allreduce of contiguous CPU tensors given as addresses
-// (`output` 0: in place), dtype (hvd::DataType's value) and shape, which
-// horovodcpp.torch reads from the tensors: no DLPack export and import
-// (about a microsecond of a small call). `owner` holds the tensors: kept
-// for good if the call times out still in flight, as allreduce's are.
+// Contiguous CPU tensors given as addresses (`output` 0: in place), dtype
+// (hvd::DataType's value) and shape, which horovodcpp.torch reads from the
+// tensors: no DLPack export and import (about a microsecond of a small
+// call). {input, output}.
+std::pair<hvd::TensorView, hvd::TensorView> cpu_views(std::uintptr_t input, std::uintptr_t output,
+                                                      int dtype, std::vector<std::int64_t> shape) {
+  if (dtype < 0 || dtype >= hvd::kNumDataTypes) {
+    throw py::value_error("unknown dtype code " + std::to_string(dtype));
+  }
+  const auto type = static_cast<hvd::DataType>(dtype);
+  hvd::TensorView in(reinterpret_cast<void*>(input), type, shape);
+  hvd::TensorView out(reinterpret_cast<void*>(output ? output : input), type, std::move(shape));
+  return {std::move(in), std::move(out)};
+}
+
+// The blocking allreduce of cpu_views. `owner` holds the tensors: kept for
+// good if the call times out still in flight, as allreduce's are.
 void allreduce_cpu(py::object owner, std::uintptr_t input, std::uintptr_t output, int dtype,
                    std::vector<std::int64_t> shape, const std::string& name, hvd::ReduceOp op,
                    double prescale, double postscale, const OptSet& ps) {
-  if (dtype < 0 || dtype >= hvd::kNumDataTypes) {
-    throw py::value_error("allreduce_cpu: unknown dtype " + std::to_string(dtype));
-  }
   const hvd::ProcessSet set = resolve(ps);
-  const auto type = static_cast<hvd::DataType>(dtype);
-  const hvd::TensorView in(reinterpret_cast<void*>(input), type, shape);
-  const hvd::TensorView out(reinterpret_cast<void*>(output ? output : input), type,
-                            std::move(shape));
+  const auto [in, out] = cpu_views(input, output, dtype, std::move(shape));
   try {
     py::gil_scoped_release release;
     hvd::allreduce(in, out, name, op, prescale, postscale, set);
@@ -124,6 +131,18 @@ void allreduce_cpu(py::object owner, std::uintptr_t input, std::uintptr_t output
     keep_for_good(std::make_shared<py::object>(std::move(owner)));
     throw;
   }
+}
+
+// allreduce_async of cpu_views; the Work keeps `owner` (the tensors) alive.
+Work allreduce_async_cpu(py::object owner, std::uintptr_t input, std::uintptr_t output, int dtype,
+                         std::vector<std::int64_t> shape, const std::string& name, hvd::ReduceOp op,
+                         double prescale, double postscale, const OptSet& ps) {
+  release_finished();
+  const auto [in, out] = cpu_views(input, output, dtype, std::move(shape));
+  const hvd::ProcessSet set = resolve(ps);
+  hvd::Work work = output ? hvd::allreduce_async(in, out, name, op, prescale, postscale, set)
+                          : hvd::allreduce_async(in, name, op, prescale, postscale, set);
+  return make_work_owned(std::move(work), std::move(owner));
 }
 
 // dtype name ("float32", ...) -> hvd::DataType's value, for allreduce_cpu.
@@ -243,6 +262,10 @@ void bind_ops(py::module_& m) {
         py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set"),
         "allreduce of contiguous CPU tensors given as their owner, addresses (output 0: in\n"
         "place), dtype code (dtype_codes()) and shape: no DLPack round trip.");
+  m.def("allreduce_async_cpu", &allreduce_async_cpu, py::arg("owner"), py::arg("input"),
+        py::arg("output"), py::arg("dtype"), py::arg("shape"), py::arg("name"), py::arg("op"),
+        py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set"),
+        "allreduce_async of allreduce_cpu's arguments; the Work keeps `owner` alive.");
   m.def("dtype_codes", &dtype_codes, "dtype name -> allreduce_cpu's dtype code");
   m.def("allreduce_async_many", &allreduce_async_many, py::arg("inputs"), py::arg("names"),
         py::arg("op") = avg, py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0,

@@ -25,6 +25,10 @@ void wait(const Work& w, std::optional<double> timeout_seconds) {
   if (timeout_seconds) {
     timeout = std::chrono::milliseconds(static_cast<long long>(*timeout_seconds * 1000.0));
   }
+  if (w.work().poll()) {  // done: no GIL hand-over (a burst's waits mostly are)
+    w.work().wait(timeout);
+    return;
+  }
   py::gil_scoped_release release;
   w.work().wait(timeout);
 }
@@ -36,10 +40,13 @@ Work::~Work() {
 }
 
 Work make_work(hvd::Work work, std::vector<const ImportedTensor*> tensors) {
-  auto pending = std::make_shared<Pending>();
-  pending->work = std::move(work);
-  for (const ImportedTensor* t : tensors) pending->keep.push_back(t->keep);
-  return Work(std::move(pending));
+  std::vector<std::shared_ptr<void>> keep;
+  for (const ImportedTensor* t : tensors) keep.push_back(t->keep);
+  return Work(std::make_shared<Pending>(Pending{std::move(work), std::move(keep), {}}));
+}
+
+Work make_work_owned(hvd::Work work, py::object owner) {
+  return Work(std::make_shared<Pending>(Pending{std::move(work), {}, std::move(owner)}));
 }
 
 void release_finished() {

@@ -18,6 +18,7 @@ namespace py = pybind11;
 struct Pending {
   hvd::Work work;
   std::vector<std::shared_ptr<void>> keep;  // the imported tensors' owners
+  py::object owner;                         // or the tensors themselves
 };
 
 class Work {
@@ -34,8 +35,10 @@ class Work {
   std::shared_ptr<Pending> pending_;
 };
 
-// Wraps a submitted operation and the tensors it uses.
+// Wraps a submitted operation and the tensors it uses,
 Work make_work(hvd::Work work, std::vector<const ImportedTensor*> tensors);
+// or the Python object that holds them.
+Work make_work_owned(hvd::Work work, py::object owner);
 // Frees the parked tensors of finished operations (called on each submit).
 void release_finished();
 // After shutdown every operation has finished or failed: frees them all.

@@ -5,9 +5,9 @@ autograd_ops.py; mpi_ops.py re-exports both under Horovod's module name.
 
 Tensors cross into the C++ core through DLPack, in place: in-place
 operations write into the tensor's memory, out-of-place ones into a new
-tensor (or one the core allocated). A blocking allreduce of contiguous CPU
-tensors passes their addresses instead (allreduce_blocking). CUDA tensors go with the current CUDA
-stream of their device (torch.cuda.current_stream()): the core's copies or
+tensor (or one the core allocated). An allreduce of contiguous CPU tensors
+passes their addresses instead (_by_address). CUDA tensors go with the
+current CUDA stream of their device (torch.cuda.current_stream()): the core's copies or
 NCCL kernels run after what was queued there when the operation was
 started, and that stream's later work runs after the result; results the
 core allocates are on the tensor's GPU. Names get the operation as prefix
@@ -23,7 +23,7 @@ from horovodcpp.common.basics import Average, Sum
 from horovodcpp.common.process_sets import core_set as _core_set
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import resolve_op
-from horovodcpp.torch.handles import poll, register, synchronize  # noqa: F401
+from horovodcpp.torch.handles import poll, register, register_tensor, synchronize  # noqa: F401
 from horovodcpp.torch import compiling
 
 _SUPPORTED_DTYPES = {
@@ -71,9 +71,22 @@ _CPU_CODES = {getattr(torch, name): code for name, code in _core.dtype_codes().i
               if isinstance(getattr(torch, name, None), torch.dtype)}
 
 
+_STRIDED = torch.strided
+
+
 def _plain_cpu(tensor):
     """A dense contiguous CPU tensor, which the core may take as its address."""
-    return tensor.is_cpu and tensor.layout is torch.strided and tensor.is_contiguous()
+    return tensor.is_cpu and tensor.layout is _STRIDED and tensor.is_contiguous()
+
+
+def _by_address(tensor, output):
+    """The dtype code when the core may take `tensor` and `output` (which may
+    be `tensor`) as addresses (_core.allreduce_cpu), else None."""
+    code = _CPU_CODES.get(tensor.dtype)
+    if code is None or not (tensor.is_cpu and tensor.layout is _STRIDED and
+                            tensor.is_contiguous()):
+        return None
+    return code if output is tensor or _plain_cpu(output) else None
 
 
 def _inplace_tensor(tensor):
@@ -93,7 +106,17 @@ def _name(prefix, name):
 
 
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set):
-    ps = _core_set(process_set)
+    # (Inlined calls: a training step makes hundreds.)
+    ps = None if process_set is global_process_set else _core_set(process_set)
+    code = _by_address(tensor, output)
+    if code is not None:
+        in_place = output is tensor
+        work = _core.allreduce_async_cpu(
+            tensor if in_place else (tensor, output), tensor.data_ptr(),
+            0 if in_place else output.data_ptr(),
+            code, tensor.shape, "" if name is None else "allreduce.{}".format(name), op,
+            prescale_factor, postscale_factor, ps)
+        return register_tensor(work, output)
     if output is tensor:
         work = _core.allreduce_async(_inplace_tensor(tensor), None, _name("allreduce", name), op,
                                      prescale_factor, postscale_factor, ps, _stream(tensor))
@@ -101,7 +124,7 @@ def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor
         work = _core.allreduce_async(_core_tensor(tensor.contiguous()), _core_tensor(output),
                                      _name("allreduce", name), op, prescale_factor,
                                      postscale_factor, ps, _stream(tensor))
-    return register([work], lambda: output)
+    return register_tensor(work, output)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -122,7 +145,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=global_process_set):
     """allreduce_async in place: the result replaces `tensor`'s contents."""
-    op = resolve_op(op, average)
+    op = Average if op is None and average is None else resolve_op(op, average)
     return _allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor,
                             process_set)
 
@@ -146,12 +169,13 @@ def allreduce_blocking(tensor, output, name, op, prescale_factor, postscale_fact
     if tensor.is_cuda:
         return synchronize(_allreduce_async(tensor, output, name, op, prescale_factor,
                                             postscale_factor, process_set))
-    code = _CPU_CODES.get(tensor.dtype)
-    if code is not None and _plain_cpu(tensor) and (output is tensor or _plain_cpu(output)):
-        _core.allreduce_cpu((tensor, output), tensor.data_ptr(),
-                            0 if output is tensor else output.data_ptr(), code, tensor.shape,
-                            _name("allreduce", name), op, prescale_factor, postscale_factor,
-                            _core_set(process_set))
+    code = _by_address(tensor, output)
+    if code is not None:
+        _core.allreduce_cpu(
+            (tensor, output), tensor.data_ptr(), 0 if output is tensor else output.data_ptr(),
+            code, tensor.shape, "" if name is None else "allreduce.{}".format(name), op,
+            prescale_factor, postscale_factor,
+            None if process_set is global_process_set else _core_set(process_set))
         return output
     if output is tensor:
         _core.allreduce(_inplace_tensor(tensor), None, _name("allreduce", name), op,
@@ -218,7 +242,7 @@ def allreduce_async_many_(tensors, names, op=Average, prescale_factor=1.0, posts
                                        [_name("allreduce", n) for n in names], op,
                                        prescale_factor, postscale_factor,
                                        _core_set(process_set), _group_stream(tensors))
-    return [register([w], (lambda t: lambda: t)(t)) for w, t in zip(works, tensors)]
+    return [register_tensor(w, t) for w, t in zip(works, tensors)]
 
 
 def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
@@ -277,7 +301,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
     """Starts overwriting `tensor` with root_rank's `tensor`, in place."""
     work = _core.broadcast_async(_inplace_tensor(tensor), root_rank, _name("broadcast", name),
                                  _core_set(process_set), _stream(tensor))
-    return register([work], lambda: tensor)
+    return register_tensor(work, tensor)
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):

@@ -4,7 +4,7 @@ import itertools
 
 from horovodcpp.torch import compiling
 
-_pending = {}  # handle -> (works, finish): finish() builds the result
+_pending = {}  # handle -> (works, finish, result): finish() builds the result, or is None
 _next_handle = itertools.count()
 
 
@@ -12,7 +12,15 @@ def register(works, finish):
     """A new handle for the _core.Work objects `works`; once they are all
     done, synchronize() returns finish()."""
     handle = next(_next_handle)
-    _pending[handle] = (works, finish)
+    _pending[handle] = (works, finish, None)
+    return handle
+
+
+def register_tensor(work, tensor):
+    """register([work], lambda: tensor) without the lambda (the common case,
+    a few hundred per training step)."""
+    handle = next(_next_handle)
+    _pending[handle] = ((work,), None, tensor)
     return handle
 
 
@@ -34,9 +42,10 @@ def synchronize(handle):
         for output, handle_id in zip(outputs, ids):
             compiling.OPS.wait_(output, handle_id)
         return outputs[0] if len(outputs) == 1 else list(outputs)
-    if handle not in _pending:
+    entry = _pending.pop(handle, None)
+    if entry is None:
         return None
-    works, finish = _pending.pop(handle)
+    works, finish, result = entry
     for work in works:
         work.wait()
-    return finish()
+    return result if finish is None else finish()

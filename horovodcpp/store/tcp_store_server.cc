@@ -169,6 +169,7 @@ void write_to(Connection* c) {
 // Accepts what waits, up to kAcceptsPerRound, so that a flood of
 // connections does not keep the server from the ones it has.
 void accept_some(int listen_fd, const std::string& secret,
+                 std::chrono::milliseconds handshake_timeout,
                  std::vector<std::unique_ptr<Connection>>* conns) {
   for (int accepted = 0; accepted < kAcceptsPerRound; ++accepted) {
     int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -185,7 +186,7 @@ void accept_some(int listen_fd, const std::string& secret,
     c->fd = fd;
     c->auth = std::make_unique<job_auth::ListenerSide>(secret);
     c->out = c->auth->challenge();
-    c->prove_by = Clock::now() + TcpStoreServer::kHandshakeTimeout;
+    c->prove_by = Clock::now() + handshake_timeout;
     c->peer = job_auth::peer_address(fd);
     write_to(c.get());
     conns->push_back(std::move(c));
@@ -263,8 +264,9 @@ void close_finished(std::vector<std::unique_ptr<Connection>>& conns) {
 
 }  // namespace
 
-TcpStoreServer::TcpStoreServer(const std::string& bind_address, int port, std::string secret)
-    : secret_(std::move(secret)) {
+TcpStoreServer::TcpStoreServer(const std::string& bind_address, int port, std::string secret,
+                               std::chrono::milliseconds handshake_timeout)
+    : secret_(std::move(secret)), handshake_timeout_(handshake_timeout) {
   HVD_CHECK(port >= 0 && port <= 65535, InvalidArgument,
             "TcpStoreServer: port " << port << " is out of range");
   HVD_CHECK(!secret_.empty(), InvalidArgument,
@@ -388,7 +390,7 @@ void TcpStoreServer::serve() {
     close_finished(conns);
     if (fds[1].revents & POLLIN) {
       try {
-        accept_some(listen_fd_, secret_, &conns);
+        accept_some(listen_fd_, secret_, handshake_timeout_, &conns);
       } catch (const std::exception&) {
         // Out of memory or entropy: the clients waiting retry.
       }

@@ -26,7 +26,8 @@
 #             under MPI: mpirun kills them at once). The PASS line gives
 #             the time from the signal to hvdrun's exit.
 #   busy      rank 1 of the C++ loop sleeps 7 s in one step (longer than the
-#             peer timeout, as a checkpoint would): the job must succeed
+#             peer timeout, as a checkpoint would): the job must succeed.
+#             These run beside the others (they mostly wait).
 # After each case no process of the job may remain (found by a unique
 # --tag), and no shared-memory segment of horovodcpp (/dev/shm/hvdcpp-*)
 # that was not there before.
@@ -84,17 +85,16 @@ WORKER_COMM=$(basename "$WORKER" | cut -c1-15)
 
 WORK=$(mktemp -d /tmp/hvdrun_fault.XXXXXX)
 . "$(dirname "$(readlink -f "$0")")/report.sh"
-ALL_TAGS=()
+# Every job's tag starts with this (also in subshells: $$ is this script's).
+TAG_PREFIX="hvdft-$$-"
 
 # Pids of processes whose command line carries the tag.
 job_pids() { pgrep -f -- "$1" || true; }
 
 # Only processes this script started: those carrying one of its tags.
 cleanup() {
-  local tag pid
-  for tag in "${ALL_TAGS[@]}"; do
-    for pid in $(job_pids "$tag"); do kill -KILL "$pid" 2>/dev/null; done
-  done
+  local pid
+  for pid in $(job_pids "$TAG_PREFIX"); do kill -KILL "$pid" 2>/dev/null; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -144,9 +144,8 @@ wait_for_workers() {
 }
 
 run_case() {  # mode case
-  local mode=$1 case=$2 tag="hvdft-$$-$RANDOM$RANDOM" name="${1#--} $2"
+  local mode=$1 case=$2 tag="$TAG_PREFIX$BASHPID-$RANDOM" name="${1#--} $2"
   local log="$WORK/${mode#--}-$case.log" start rc took pid why="" segments
-  ALL_TAGS+=("$tag")
   segments=$(shm_segments)
   local args=(-np "$NP" "$mode" "$WORKER" --tag "$tag")
   case $case in
@@ -200,8 +199,7 @@ run_case() {  # mode case
 # A remote host that never answers: the "remote shell" is a script that
 # hangs, so no traffic leaves this machine.
 unreachable_host() {
-  local tag="hvdft-$$-$RANDOM$RANDOM" log="$WORK/unreachable.log" start rc took why=""
-  ALL_TAGS+=("$tag")
+  local tag="$TAG_PREFIX$BASHPID-$RANDOM" log="$WORK/unreachable.log" start rc took why=""
   printf '#!/bin/sh\nexec sleep 100\n' >"$WORK/hanging_shell"
   chmod +x "$WORK/hanging_shell"
   start=$(now)
@@ -235,9 +233,8 @@ unreachable_host() {
 # $WORK/NAME-R.log, all in $WORK/NAME.log.
 run_survivors() {  # name np killed place [linger_ms [kill_after_ms]]
   local name=$1 np=$2 killed_rank=$3 place=$4 linger=${5:-0} after=${6:-20}
-  local tag="hvdft-$$-$RANDOM$RANDOM" store r rc
+  local tag="$TAG_PREFIX$BASHPID-$RANDOM" store r rc
   local pids=() segments killed left
-  ALL_TAGS+=("$tag")
   store=$(mktemp -d "$WORK/store.XXXXXX")
   segments=$(shm_segments)
   WHY=""
@@ -362,9 +359,8 @@ start_loop() {  # mode loop tag log [worker flags...]
 
 # A rank of a training loop stopped or killed from outside.
 train_case() {  # mode loop stop|kill
-  local mode=$1 loop=$2 fault=$3 tag="hvdft-$$-$RANDOM$RANDOM" name="${1#--} $2 $3"
+  local mode=$1 loop=$2 fault=$3 tag="$TAG_PREFIX$BASHPID-$RANDOM" name="${1#--} $2 $3"
   local log="$WORK/${mode#--}-$loop-$fault.log" start rc took why="" segments limit r left
-  ALL_TAGS+=("$tag")
   segments=$(shm_segments)
   start_loop "$mode" "$loop" "$tag" "$log"
   if [ -z "$VICTIM" ]; then
@@ -410,8 +406,7 @@ train_case() {  # mode loop stop|kill
 # Rank 1 busy in its own code for longer than the peer timeout (the others
 # wait for its tensors, not inside a collective): the job goes on.
 busy_case() {  # mode
-  local mode=$1 tag="hvdft-$$-$RANDOM$RANDOM" name="${1#--} busy" log="$WORK/${1#--}-busy.log" rc why=""
-  ALL_TAGS+=("$tag")
+  local mode=$1 tag="$TAG_PREFIX$BASHPID-$RANDOM" name="${1#--} busy" log="$WORK/${1#--}-busy.log" rc why=""
   timeout -s KILL "$SAFETY" "$HVDRUN" -np "$NP" "$mode" --peer-timeout "$PEER_TIMEOUT" "$WORKER" \
     --iters 40 --sleep-ms 10 --tensors 4 --busy-rank 1 --busy-at 20 --busy-ms 7000 \
     --tag "$tag" >"$log" 2>&1
@@ -425,19 +420,29 @@ busy_case() {  # mode
   fi
 }
 
-for mode in "${MODES[@]}"; do
-  for case in exit sigkill sigint; do
-    run_case "$mode" "$case"
+timed_cases() {  # every mode's cases with a time limit, one after the other
+  local mode loop case
+  for mode in "${MODES[@]}"; do
+    for case in exit sigkill sigint; do
+      run_case "$mode" "$case"
+    done
+    for loop in "${LOOPS[@]}"; do
+      train_case "$mode" "$loop" stop
+      train_case "$mode" "$loop" kill
+    done
+    [ "$mode" = --gloo ] && unreachable_host
+    [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && shm_survivors
+    [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors
+    [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors 12000
   done
-  for loop in "${LOOPS[@]}"; do
-    train_case "$mode" "$loop" stop
-    train_case "$mode" "$loop" kill
-  done
-  busy_case "$mode"
-  [ "$mode" = --gloo ] && unreachable_host
-  [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && shm_survivors
-  [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors
-  [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors 12000
-done
+}
 
+busy_cases() {
+  local mode
+  for mode in "${MODES[@]}"; do busy_case "$mode"; done
+}
+
+# The busy cases (a rank asleep for 7 s, the others waiting) beside the
+# timed ones.
+side_by_side "$WORK" timed_cases busy_cases
 summary

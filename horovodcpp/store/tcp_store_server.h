@@ -3,8 +3,8 @@
 // the destructor stops it and closes every connection. A connection is
 // served only once it has proved that it holds the job's secret
 // (store/job_auth.h); one that does not, or that does not finish within
-// the handshake timeout (kHandshakeTimeout), is closed, and its peer address logged (a bounded
-// number of times).
+// the handshake timeout (kHandshakeTimeout), is closed, and its peer
+// address logged (a bounded number of times).
 #pragma once
 
 #include <atomic>

@@ -23,10 +23,10 @@ report_pass() {  # name detail: passed, saying what was seen
 # by side, then prints their lines command by command and adds up their
 # counts: for checks that mostly wait. DIR holds their output meanwhile.
 side_by_side() {  # dir command...
-  local dir=$1 group i=0 pids=() out counts
+  local dir=$1 command i=0 pids=() counts
   shift
-  for group in "$@"; do
-    (PASSED=0 FAILED=0; eval "$group"; echo "$PASSED $FAILED" >"$dir/side-$i.counts") >"$dir/side-$i.out" 2>&1 &
+  for command in "$@"; do
+    (PASSED=0 FAILED=0; eval "$command"; echo "$PASSED $FAILED" >"$dir/side-$i.counts") >"$dir/side-$i.out" 2>&1 &
     pids+=($!)
     i=$((i + 1))
   done

@@ -25,11 +25,9 @@ void wait(const Work& w, std::optional<double> timeout_seconds) {
   if (timeout_seconds) {
     timeout = std::chrono::milliseconds(static_cast<long long>(*timeout_seconds * 1000.0));
   }
-  if (w.work().poll()) {  // done: no GIL hand-over (a burst's waits mostly are)
-    w.work().wait(timeout);
-    return;
-  }
-  py::gil_scoped_release release;
+  // Done already (a burst's waits mostly are): no GIL hand-over.
+  std::optional<py::gil_scoped_release> release;
+  if (!w.work().poll()) release.emplace();
   w.work().wait(timeout);
 }
 

@@ -121,6 +121,8 @@ _registered = {}  # id -> the ProcessSet object registered under it (not the glo
 def core_set(process_set):
     """What _core operations take for `process_set`: None for the global
     set, else its _core.ProcessSet. ValueError if it is not registered."""
+    if process_set is global_process_set:  # the common case, first
+        return None
     if not isinstance(process_set, ProcessSet):
         raise TypeError("process_set must be a horovodcpp ProcessSet, got {!r}".format(
             process_set))

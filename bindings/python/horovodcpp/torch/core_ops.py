@@ -83,8 +83,7 @@ def _by_address(tensor, output):
     """The dtype code when the core may take `tensor` and `output` (which may
     be `tensor`) as addresses (_core.allreduce_cpu), else None."""
     code = _CPU_CODES.get(tensor.dtype)
-    if code is None or not (tensor.is_cpu and tensor.layout is _STRIDED and
-                            tensor.is_contiguous()):
+    if code is None or not _plain_cpu(tensor):
         return None
     return code if output is tensor or _plain_cpu(output) else None
 
@@ -106,16 +105,14 @@ def _name(prefix, name):
 
 
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set):
-    # (Inlined calls: a training step makes hundreds.)
-    ps = None if process_set is global_process_set else _core_set(process_set)
+    ps = _core_set(process_set)
     code = _by_address(tensor, output)
     if code is not None:
         in_place = output is tensor
         work = _core.allreduce_async_cpu(
             tensor if in_place else (tensor, output), tensor.data_ptr(),
-            0 if in_place else output.data_ptr(),
-            code, tensor.shape, "" if name is None else "allreduce.{}".format(name), op,
-            prescale_factor, postscale_factor, ps)
+            0 if in_place else output.data_ptr(), code, tensor.shape, _name("allreduce", name),
+            op, prescale_factor, postscale_factor, ps)
         return register_tensor(work, output)
     if output is tensor:
         work = _core.allreduce_async(_inplace_tensor(tensor), None, _name("allreduce", name), op,
@@ -145,7 +142,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=global_process_set):
     """allreduce_async in place: the result replaces `tensor`'s contents."""
-    op = Average if op is None and average is None else resolve_op(op, average)
+    op = resolve_op(op, average)
     return _allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor,
                             process_set)
 
@@ -171,11 +168,10 @@ def allreduce_blocking(tensor, output, name, op, prescale_factor, postscale_fact
                                             postscale_factor, process_set))
     code = _by_address(tensor, output)
     if code is not None:
-        _core.allreduce_cpu(
-            (tensor, output), tensor.data_ptr(), 0 if output is tensor else output.data_ptr(),
-            code, tensor.shape, "" if name is None else "allreduce.{}".format(name), op,
-            prescale_factor, postscale_factor,
-            None if process_set is global_process_set else _core_set(process_set))
+        _core.allreduce_cpu((tensor, output), tensor.data_ptr(),
+                            0 if output is tensor else output.data_ptr(), code, tensor.shape,
+                            _name("allreduce", name), op, prescale_factor, postscale_factor,
+                            _core_set(process_set))
         return output
     if output is tensor:
         _core.allreduce(_inplace_tensor(tensor), None, _name("allreduce", name), op,

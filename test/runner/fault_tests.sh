@@ -27,7 +27,7 @@
 #             the time from the signal to hvdrun's exit.
 #   busy      rank 1 of the C++ loop sleeps 7 s in one step (longer than the
 #             peer timeout, as a checkpoint would): the job must succeed.
-#             These run beside the others (they mostly wait).
+# The modes' cases, and the busy cases, run side by side (they mostly wait).
 # After each case no process of the job may remain (found by a unique
 # --tag), and no shared-memory segment of horovodcpp (/dev/shm/hvdcpp-*)
 # that was not there before.
@@ -420,21 +420,23 @@ busy_case() {  # mode
   fi
 }
 
-timed_cases() {  # every mode's cases with a time limit, one after the other
-  local mode loop case
-  for mode in "${MODES[@]}"; do
-    for case in exit sigkill sigint; do
-      run_case "$mode" "$case"
-    done
-    for loop in "${LOOPS[@]}"; do
-      train_case "$mode" "$loop" stop
-      train_case "$mode" "$loop" kill
-    done
-    [ "$mode" = --gloo ] && unreachable_host
-    [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && shm_survivors
-    [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors
-    [ "$mode" = --gloo ] && [ "$SHM" = 1 ] && staged_survivors 12000
+timed_cases() {  # mode: its cases with a time limit under hvdrun, one after the other
+  local mode=$1 loop case
+  for case in exit sigkill sigint; do
+    run_case "$mode" "$case"
   done
+  for loop in "${LOOPS[@]}"; do
+    train_case "$mode" "$loop" stop
+    train_case "$mode" "$loop" kill
+  done
+}
+
+# Gloo's: a host that never answers, and ranks without hvdrun.
+gloo_cases() {
+  unreachable_host
+  [ "$SHM" = 1 ] && shm_survivors
+  [ "$SHM" = 1 ] && staged_survivors
+  [ "$SHM" = 1 ] && staged_survivors 12000
 }
 
 busy_cases() {
@@ -442,7 +444,13 @@ busy_cases() {
   for mode in "${MODES[@]}"; do busy_case "$mode"; done
 }
 
-# The busy cases (a rank asleep for 7 s, the others waiting) beside the
-# timed ones.
-side_by_side "$WORK" timed_cases busy_cases
+# Each mode's timed cases beside the other's (the cases mostly wait out
+# timeouts), and Gloo's own and the busy cases (a rank asleep for 7 s, the
+# others waiting) beside them.
+commands=()
+for mode in "${MODES[@]}"; do
+  commands+=("timed_cases $mode")
+  [ "$mode" = --gloo ] && commands+=(gloo_cases)
+done
+side_by_side "$WORK" "${commands[@]}" busy_cases
 summary

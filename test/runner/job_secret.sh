@@ -83,11 +83,12 @@ attack() {
   report "$name" "$why" "$log"
 }
 
-attack gloo -np 2 --gloo
+# The cases side by side: each job mostly sleeps between its steps.
+cases=("attack gloo -np 2 --gloo" "attack elastic -np 2 --min-np 2")
 if [ "$WITH_MPI" = "--mpi" ]; then
-  attack mpi -np 2 --mpi
+  cases+=("attack mpi -np 2 --mpi")
 else
   echo "SKIP mpi (built without MPI)"
 fi
-attack elastic -np 2 --min-np 2
+side_by_side "$WORK" "${cases[@]}"
 summary

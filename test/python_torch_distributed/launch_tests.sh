@@ -5,7 +5,8 @@
 #                   job of 2 ranks, not two jobs of one) and of a DDP script
 #                   on backend "horovodcpp"
 #   env://          two processes given RANK, WORLD_SIZE, MASTER_ADDR and
-#                   MASTER_PORT by hand (no LOCAL_*: one host)
+#                   MASTER_PORT by hand (no LOCAL_*: one host), with
+#                   MASTER_PORT + 1 held by another process
 #   old PyTorch     the DDP script with a PyTorch below the minimum: every
 #                   rank refuses at init_process_group, saying which version
 #                   it needs
@@ -37,19 +38,27 @@ torchrun_check "torchrun --nproc_per_node=2, Horovod API: one job of 2 ranks (Gl
 torchrun_check "torchrun --nproc_per_node=2, DDP on backend horovodcpp" \
   "$HERE/launched_ddp.py" "ddp rank R of 2 gradient ok"
 
-# 3. plain env://
+# 3. plain env://, with MASTER_PORT + 1 held by another process: rank 0
+# hosts horovodcpp's store on a port it picks and tells through torch's.
 log="$WORK/env.log"
 port=$(free_port)
+"$PYTHON" -c 'import socket, sys, time
+s = socket.socket(); s.bind(("", int(sys.argv[1]))); s.listen(); time.sleep(300)' $((port + 1)) &
+holder=$!
+pids=()
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout -s KILL 120 \
     "$PYTHON" "$HERE/launched_ddp.py" >>"$log" 2>&1 &
+  pids+=($!)
 done
-wait
+wait "${pids[@]}"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
 why=""
 for r in 0 1; do
   grep -q "ddp rank $r of 2 gradient ok" "$log" || why+="rank $r's gradient is not the average; "
 done
-report "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT by hand (env://), DDP" "$why" "$log"
+report "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT by hand (env://), DDP, MASTER_PORT + 1 taken" "$why" "$log"
 
 # 4. a PyTorch below the minimum, under hvdrun
 if [ -n "$OLD_PYTHON" ]; then

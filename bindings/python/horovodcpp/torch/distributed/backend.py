@@ -1,6 +1,9 @@
 """Registers "horovodcpp" with torch.distributed. init_process_group
 ("horovodcpp") starts horovodcpp (hvd.init(): under hvdrun, mpirun, srun or
 torchrun) and checks that torch and horovodcpp agree on the rank and size."""
+import os
+import socket
+
 import torch
 import torch.distributed as dist
 
@@ -26,6 +29,30 @@ def check_torch_version():
             .format(MINIMUM_TORCH[0], MINIMUM_TORCH[1], torch.__version__))
 
 
+# Set where another launcher places the ranks (hvdrun, MPI): horovodcpp's
+# Gloo store is then not the env:// one (settings/torchrun_environment.h).
+_OTHER_LAUNCHERS = ("HOROVODCPP_RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                    "PMIX_RANK")
+_PORT_SETTINGS = ("HOROVODCPP_GLOO_RENDEZVOUS_PORT", "HOROVOD_GLOO_RENDEZVOUS_PORT")
+
+
+def _agree_on_rendezvous_port(store, rank):
+    """An env:// launch (torchrun, or RANK ... MASTER_PORT by hand): rank 0
+    hosts horovodcpp's rendezvous store on HOROVODCPP_GLOO_RENDEZVOUS_PORT,
+    else MASTER_PORT + 1, which another process may hold. Here torch's
+    store is up: rank 0 picks a free port and tells the others through it."""
+    env = os.environ
+    if (store is None or "RANK" not in env or "WORLD_SIZE" not in env
+            or any(name in env for name in _OTHER_LAUNCHERS + _PORT_SETTINGS)):
+        return
+    key = "horovodcpp/rendezvous_port"
+    if rank == 0:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            store.set(key, str(s.getsockname()[1]))
+    env["HOROVODCPP_GLOO_RENDEZVOUS_PORT"] = store.get(key).decode()
+
+
 def create(options, backend_options=None):
     """torch's creator for the job's group (extended API). Imports the
     groups only now: an older PyTorch lacks what they are made of, and is
@@ -35,6 +62,8 @@ def create(options, backend_options=None):
     if dist.is_initialized():  # a group made other than through new_group (split_group)
         raise NotImplementedError("horovodcpp makes groups through new_group; split_group and "
                                   "other creators are not supported")
+    if not basics.is_initialized():
+        _agree_on_rendezvous_port(options.store, options.group_rank)
     basics.init()
     rank, size = options.group_rank, options.group_size
     if (rank, size) != (basics.rank(), basics.size()):

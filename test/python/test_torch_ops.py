@@ -3,6 +3,7 @@ reference, the asynchronous forms, and errors raised on every rank."""
 import gc
 import json
 import os
+import time
 
 import pytest
 import torch
@@ -106,6 +107,31 @@ def test_allreduce_of_contiguous_cpu_tensors_skips_dlpack(dtype, monkeypatch):
                                  op=op)
     gc.collect()  # the input has no other reference: the handle holds it
     assert_equal(hvd.synchronize(handle), expected, dtype)
+    assert hvd.synchronize(handle) is None  # already synchronized
+
+
+def test_handles_of_the_core_table_and_of_python():
+    """Address-path handles live in the core's table, the others (a
+    non-contiguous tensor through DLPack, a group) in Python's: numbers
+    never shared, poll and synchronize work on each, a synchronized handle
+    is unknown to poll and gives None again."""
+    tensor = torch.ones(5)
+    transposed = torch.ones(3, 2).t()
+    handles = [hvd.allreduce_async_(tensor, name="handles.table", op=hvd.Sum),
+               hvd.allreduce_async(transposed, name="handles.dlpack", op=hvd.Sum),
+               hvd.grouped_allreduce_async([torch.ones(2)], name="handles.group", op=hvd.Sum)]
+    assert len(set(handles)) == 3
+    for handle in handles:
+        while not hvd.poll(handle):
+            time.sleep(0.001)
+    assert hvd.synchronize(handles[0]) is tensor
+    torch.testing.assert_close(tensor, torch.full([5], float(hvd.size())))
+    torch.testing.assert_close(hvd.synchronize(handles[1]), torch.full([2, 3], float(hvd.size())))
+    torch.testing.assert_close(hvd.synchronize(handles[2])[0], torch.full([2], float(hvd.size())))
+    for handle in handles:
+        assert hvd.synchronize(handle) is None
+        with pytest.raises(ValueError, match="unknown or already synchronized"):
+            hvd.poll(handle)
 
 
 def test_allreduce_scale_factors_and_average_argument():

@@ -10,6 +10,7 @@
 
 #include "completion_queue.h"
 #include "errors.h"
+#include "handle_table.h"
 #include "horovodcpp/elastic.h"
 #include "horovodcpp/horovodcpp.h"
 #include "tensor_export.h"
@@ -120,6 +121,7 @@ PYBIND11_MODULE(_core, m) {
   hvdpy::bind_errors(m);
   hvdpy::bind_buffer(m);
   hvdpy::bind_work(m);
+  hvdpy::bind_handle_table(m);
   hvdpy::bind_completion_queue(m);
   hvdpy::bind_process_sets(m);
   hvdpy::bind_basics(m);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "handle_table.h"
 #include "horovodcpp/horovodcpp.h"
 #include "module.h"
 #include "tensor_import.h"
@@ -133,16 +134,21 @@ void allreduce_cpu(py::object owner, std::uintptr_t input, std::uintptr_t output
   }
 }
 
-// allreduce_async of cpu_views; the Work keeps `owner` (the tensors) alive.
-Work allreduce_async_cpu(py::object owner, std::uintptr_t input, std::uintptr_t output, int dtype,
-                         std::vector<std::int64_t> shape, const std::string& name, hvd::ReduceOp op,
-                         double prescale, double postscale, const OptSet& ps) {
+// allreduce_async of cpu_views, as a handle of the handle table, which
+// keeps `input` and `output` (the same tensor in place; output 0) alive and
+// gives `output` back once synchronized.
+std::int64_t allreduce_async_cpu(py::object input, py::object output, std::uintptr_t input_address,
+                                 std::uintptr_t output_address, int dtype,
+                                 std::vector<std::int64_t> shape, const std::string& name,
+                                 hvd::ReduceOp op, double prescale, double postscale,
+                                 const OptSet& ps) {
   release_finished();
-  const auto [in, out] = cpu_views(input, output, dtype, std::move(shape));
+  const auto [in, out] = cpu_views(input_address, output_address, dtype, std::move(shape));
   const hvd::ProcessSet set = resolve(ps);
-  hvd::Work work = output ? hvd::allreduce_async(in, out, name, op, prescale, postscale, set)
-                          : hvd::allreduce_async(in, name, op, prescale, postscale, set);
-  return make_work_owned(std::move(work), std::move(owner));
+  hvd::Work work = output_address
+                       ? hvd::allreduce_async(in, out, name, op, prescale, postscale, set)
+                       : hvd::allreduce_async(in, name, op, prescale, postscale, set);
+  return add_handle(std::move(work), std::move(input), std::move(output));
 }
 
 // dtype name ("float32", ...) -> hvd::DataType's value, for allreduce_cpu.
@@ -262,10 +268,12 @@ void bind_ops(py::module_& m) {
         py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set"),
         "allreduce of contiguous CPU tensors given as their owner, addresses (output 0: in\n"
         "place), dtype code (dtype_codes()) and shape: no DLPack round trip.");
-  m.def("allreduce_async_cpu", &allreduce_async_cpu, py::arg("owner"), py::arg("input"),
-        py::arg("output"), py::arg("dtype"), py::arg("shape"), py::arg("name"), py::arg("op"),
-        py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set"),
-        "allreduce_async of allreduce_cpu's arguments; the Work keeps `owner` alive.");
+  m.def("allreduce_async_cpu", &allreduce_async_cpu, py::arg("input"), py::arg("output"),
+        py::arg("input_address"), py::arg("output_address"), py::arg("dtype"), py::arg("shape"),
+        py::arg("name"), py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"),
+        py::arg("process_set"),
+        "allreduce_async of allreduce_cpu's arguments with the tensors themselves: a handle\n"
+        "of synchronize_handle, which returns `output`.");
   m.def("dtype_codes", &dtype_codes, "dtype name -> allreduce_cpu's dtype code");
   m.def("allreduce_async_many", &allreduce_async_many, py::arg("inputs"), py::arg("names"),
         py::arg("op") = avg, py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0,

@@ -108,12 +108,9 @@ def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor
     ps = _core_set(process_set)
     code = _by_address(tensor, output)
     if code is not None:
-        in_place = output is tensor
-        work = _core.allreduce_async_cpu(
-            tensor if in_place else (tensor, output), tensor.data_ptr(),
-            0 if in_place else output.data_ptr(), code, tensor.shape, _name("allreduce", name),
-            op, prescale_factor, postscale_factor, ps)
-        return register_tensor(work, output)
+        return _core.allreduce_async_cpu(
+            tensor, output, tensor.data_ptr(), 0 if output is tensor else output.data_ptr(), code,
+            tensor.shape, _name("allreduce", name), op, prescale_factor, postscale_factor, ps)
     if output is tensor:
         work = _core.allreduce_async(_inplace_tensor(tensor), None, _name("allreduce", name), op,
                                      prescale_factor, postscale_factor, ps, _stream(tensor))

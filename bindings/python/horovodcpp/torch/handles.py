@@ -1,25 +1,25 @@
 """Handles of asynchronous operations, as in Horovod: an int that poll()
-and synchronize() take. synchronize() returns the operation's result."""
-import itertools
-
+and synchronize() take. synchronize() returns the operation's result.
+Allreduces of contiguous CPU tensors (most of a training step's) keep
+their handles in the core's table (_core.synchronize_handle); the others
+are kept here, numbered from the same counter (_core.new_handle)."""
+from horovodcpp import _core
 from horovodcpp.torch import compiling
 
 _pending = {}  # handle -> (works, finish, result): finish() builds the result, or is None
-_next_handle = itertools.count()
 
 
 def register(works, finish):
     """A new handle for the _core.Work objects `works`; once they are all
     done, synchronize() returns finish()."""
-    handle = next(_next_handle)
+    handle = _core.new_handle()
     _pending[handle] = (works, finish, None)
     return handle
 
 
 def register_tensor(work, tensor):
-    """register([work], lambda: tensor) without the lambda (the common case,
-    a few hundred per training step)."""
-    handle = next(_next_handle)
+    """register([work], lambda: tensor) without the lambda."""
+    handle = _core.new_handle()
     _pending[handle] = ((work,), None, tensor)
     return handle
 
@@ -27,6 +27,9 @@ def register_tensor(work, tensor):
 def poll(handle):
     """True once the operation of `handle` has completed (successfully or
     not); synchronize() then returns without blocking."""
+    done = _core.poll_handle(handle)
+    if done is not None:
+        return done
     if handle not in _pending:
         raise ValueError("unknown or already synchronized handle {}".format(handle))
     return all(work.poll() for work in _pending[handle][0])
@@ -42,6 +45,9 @@ def synchronize(handle):
         for output, handle_id in zip(outputs, ids):
             compiling.OPS.wait_(output, handle_id)
         return outputs[0] if len(outputs) == 1 else list(outputs)
+    result = _core.synchronize_handle(handle)
+    if result is not None:
+        return result
     entry = _pending.pop(handle, None)
     if entry is None:
         return None

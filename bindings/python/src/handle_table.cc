@@ -1,0 +1,77 @@
+#include "handle_table.h"
+
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+namespace hvdpy {
+namespace {
+
+struct Entry {
+  hvd::Work work;
+  py::object input;
+  py::object output;
+};
+
+// Only touched with the GIL held, which also serialises access. Never
+// destroyed: its Python objects must not be released after the
+// interpreter has finalised.
+std::unordered_map<std::int64_t, Entry>& table() {
+  static auto* entries = new std::unordered_map<std::int64_t, Entry>();
+  return *entries;
+}
+
+std::int64_t g_next_handle = 0;
+
+// The handle's result once its operation is done (raising its error), or
+// None for a handle that is not in the table.
+py::object synchronize_handle(std::int64_t handle) {
+  auto it = table().find(handle);
+  if (it == table().end()) return py::none();
+  hvd::Work work = it->second.work;
+  std::optional<py::gil_scoped_release> release;
+  if (!work.poll()) release.emplace();
+  try {
+    work.wait();
+  } catch (...) {
+    release.reset();
+    table().erase(handle);  // done, even if failed: its tensors may go
+    throw;
+  }
+  release.reset();
+  // Looked up again: another Python thread may have changed the table meanwhile.
+  it = table().find(handle);
+  if (it == table().end()) return py::none();
+  py::object output = std::move(it->second.output);
+  table().erase(it);
+  return output;
+}
+
+// True/False once/while the handle's operation runs; None for a handle
+// that is not in the table.
+py::object poll_handle(std::int64_t handle) {
+  auto it = table().find(handle);
+  if (it == table().end()) return py::none();
+  return py::bool_(it->second.work.poll());
+}
+
+}  // namespace
+
+std::int64_t add_handle(hvd::Work work, py::object input, py::object output) {
+  const std::int64_t handle = g_next_handle++;
+  table().emplace(handle, Entry{std::move(work), std::move(input), std::move(output)});
+  return handle;
+}
+
+void bind_handle_table(py::module_& m) {
+  m.def(
+      "new_handle", [] { return g_next_handle++; },
+      "A handle number that no operation of the table has (for handles kept in Python).");
+  m.def("synchronize_handle", &synchronize_handle, py::arg("handle"),
+        "Waits (without the GIL) for the handle's operation and returns its result, raising\n"
+        "its error; None for a handle not in the table (unknown or already synchronized).");
+  m.def("poll_handle", &poll_handle, py::arg("handle"),
+        "Whether the handle's operation is done; None for a handle not in the table.");
+}
+
+}  // namespace hvdpy

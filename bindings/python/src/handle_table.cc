@@ -1,8 +1,9 @@
 #include "handle_table.h"
 
-#include <optional>
 #include <unordered_map>
 #include <utility>
+
+#include "work.h"
 
 namespace hvdpy {
 namespace {
@@ -28,17 +29,13 @@ std::int64_t g_next_handle = 0;
 py::object synchronize_handle(std::int64_t handle) {
   auto it = table().find(handle);
   if (it == table().end()) return py::none();
-  hvd::Work work = it->second.work;
-  std::optional<py::gil_scoped_release> release;
-  if (!work.poll()) release.emplace();
+  const hvd::Work work = it->second.work;
   try {
-    work.wait();
+    wait_without_gil(work);
   } catch (...) {
-    release.reset();
     table().erase(handle);  // done, even if failed: its tensors may go
     throw;
   }
-  release.reset();
   // Looked up again: another Python thread may have changed the table meanwhile.
   it = table().find(handle);
   if (it == table().end()) return py::none();

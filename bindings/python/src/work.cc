@@ -25,13 +25,17 @@ void wait(const Work& w, std::optional<double> timeout_seconds) {
   if (timeout_seconds) {
     timeout = std::chrono::milliseconds(static_cast<long long>(*timeout_seconds * 1000.0));
   }
-  // Done already (a burst's waits mostly are): no GIL hand-over.
-  std::optional<py::gil_scoped_release> release;
-  if (!w.work().poll()) release.emplace();
-  w.work().wait(timeout);
+  wait_without_gil(w.work(), timeout);
 }
 
 }  // namespace
+
+void wait_without_gil(const hvd::Work& work, std::optional<std::chrono::milliseconds> timeout) {
+  // Done already (a burst's waits mostly are): no GIL hand-over.
+  std::optional<py::gil_scoped_release> release;
+  if (!work.poll()) release.emplace();
+  work.wait(timeout);
+}
 
 Work::~Work() {
   if (pending_ && !pending_->work.poll()) parked().push_back(std::move(pending_));

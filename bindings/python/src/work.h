@@ -5,7 +5,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "horovodcpp/work.h"
@@ -39,6 +41,10 @@ class Work {
 Work make_work(hvd::Work work, std::vector<const ImportedTensor*> tensors);
 // or the Python object that holds them.
 Work make_work_owned(hvd::Work work, py::object owner);
+// work.wait(timeout), releasing the GIL unless the operation is done
+// already; called with the GIL held.
+void wait_without_gil(const hvd::Work& work,
+                      std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 // Frees the parked tensors of finished operations (called on each submit).
 void release_finished();
 // After shutdown every operation has finished or failed: frees them all.

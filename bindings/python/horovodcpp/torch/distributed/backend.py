@@ -2,13 +2,13 @@
 ("horovodcpp") starts horovodcpp (hvd.init(): under hvdrun, mpirun, srun or
 torchrun) and checks that torch and horovodcpp agree on the rank and size."""
 import os
-import socket
 
 import torch
 import torch.distributed as dist
 
 from horovodcpp.common import basics
 from horovodcpp.common.process_sets import global_process_set
+from horovodcpp.torch.distributed import launch_environment
 
 NAME = "horovodcpp"
 
@@ -47,9 +47,7 @@ def _agree_on_rendezvous_port(store, rank):
         return
     key = "horovodcpp/rendezvous_port"
     if rank == 0:
-        with socket.socket() as s:
-            s.bind(("", 0))
-            store.set(key, str(s.getsockname()[1]))
+        store.set(key, str(launch_environment.free_port()))
     env["HOROVODCPP_GLOO_RENDEZVOUS_PORT"] = store.get(key).decode()
 
 

@@ -21,7 +21,7 @@ def _rank0_address():
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
-def _free_port():
+def free_port():
     with socket.socket() as s:
         s.bind(("", 0))
         return s.getsockname()[1]
@@ -32,7 +32,7 @@ def fill_in():
         return
     from horovodcpp.torch.functions import broadcast_object
     basics.init()
-    master = (_rank0_address(), _free_port()) if basics.rank() == 0 else None
+    master = (_rank0_address(), free_port()) if basics.rank() == 0 else None
     master = broadcast_object(master, 0, "horovodcpp.torch.distributed.master")
     values = {"RANK": basics.rank(), "WORLD_SIZE": basics.size(),
               "LOCAL_RANK": basics.local_rank(), "LOCAL_WORLD_SIZE": basics.local_size(),

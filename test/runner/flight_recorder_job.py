@@ -33,9 +33,12 @@ def main():
         hvd.allreduce_(x, name=first)
         hvd.allreduce_(x, name=second)
     elif scenario == "loop":
+        # Rank 1 is the slow one: when it is signalled, the others already
+        # wait for it in grad.fc1 (a rank between steps when rank 1 dies
+        # waits in nothing).
         for _ in range(100000):
             hvd.allreduce_(x, name="grad.fc1")
-            time.sleep(0.01)
+            time.sleep(0.1 if hvd.rank() == 1 else 0.01)
     elif scenario == "usr1":
         pids = hvd.allgather_object(os.getpid())
         # The signals reach idle ranks: right after the allgather, a rank

@@ -134,6 +134,33 @@ def test_handles_of_the_core_table_and_of_python():
             hvd.poll(handle)
 
 
+def test_the_core_fast_calls_refuse_and_raise():
+    """_core.allreduce_cpu and allreduce_async_cpu (no pybind11 dispatch)
+    take only dense contiguous CPU tensors of the core's dtypes and give
+    NotImplemented back for the others; bad arguments raise TypeError, and
+    the core's errors arrive as its Python exceptions, naming
+    "allreduce.<name>"."""
+    plain = torch.ones(3)
+    for other in (torch.ones(3, 2).t(), torch.ones(3, dtype=torch.complex64),
+                  torch.ones(3).to_sparse()):
+        for call in (_core.allreduce_cpu, _core.allreduce_async_cpu):
+            assert call(other, other, "refused", hvd.Sum, 1.0, 1.0, None) is NotImplemented
+            assert call(plain, other, "refused", hvd.Sum, 1.0, 1.0, None) is NotImplemented
+    with pytest.raises(TypeError, match="op must be a ReduceOp"):
+        _core.allreduce_cpu(plain, plain, "bad.op", "Sum", 1.0, 1.0, None)
+    with pytest.raises(TypeError, match="takes 7 positional arguments"):
+        _core.allreduce_async_cpu(plain, plain, "few")
+    with pytest.raises(TypeError):
+        _core.synchronize_handle("not a handle")
+    with pytest.raises(hvd.InvalidArgumentError, match="dtype"):
+        _core.allreduce_cpu(plain, torch.ones(3, dtype=torch.float64), "mixed", hvd.Sum, 1.0,
+                            1.0, None)
+    first = hvd.allreduce_async_(torch.ones(2), name="fast.twice", op=hvd.Sum)
+    with pytest.raises(hvd.InvalidArgumentError, match="allreduce.fast.twice"):
+        hvd.allreduce_async_(torch.ones(2), name="fast.twice", op=hvd.Sum)
+    torch.testing.assert_close(hvd.synchronize(first), torch.full([2], float(hvd.size())))
+
+
 def test_allreduce_scale_factors_and_average_argument():
     tensor = rank_tensor(hvd.rank(), [7])
     expected = 3.0 * sum(0.5 * t for t in every_rank(lambda r: rank_tensor(r, [7])))

@@ -9,4 +9,9 @@ namespace hvdpy {
 
 void bind_errors(pybind11::module_& m);
 
+// Sets the Python error for the C++ exception being handled (call it in a
+// catch block) as pybind11's dispatch would: for the functions bound
+// without it (fast_call.h).
+void set_python_error();
+
 }  // namespace hvdpy

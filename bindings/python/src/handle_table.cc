@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "fast_call.h"
 #include "work.h"
 
 namespace hvdpy {
@@ -24,9 +25,13 @@ std::unordered_map<std::int64_t, Entry>& table() {
 
 std::int64_t g_next_handle = 0;
 
-// The handle's result once its operation is done (raising its error), or
-// None for a handle that is not in the table.
-py::object synchronize_handle(std::int64_t handle) {
+// synchronize_handle(handle): the handle's result once its operation is
+// done (raising its error), or None for a handle that is not in the table.
+// A fast call: a training step makes one per gradient.
+py::object synchronize_handle(PyObject* const* args, Py_ssize_t nargs) {
+  expect_arguments("synchronize_handle", nargs, 1);
+  const std::int64_t handle = PyLong_AsLongLong(args[0]);
+  if (handle == -1 && PyErr_Occurred()) throw py::error_already_set();
   auto it = table().find(handle);
   if (it == table().end()) return py::none();
   const hvd::Work work = it->second.work;
@@ -64,9 +69,10 @@ void bind_handle_table(py::module_& m) {
   m.def(
       "new_handle", [] { return g_next_handle++; },
       "A handle number that no operation of the table has (for handles kept in Python).");
-  m.def("synchronize_handle", &synchronize_handle, py::arg("handle"),
-        "Waits (without the GIL) for the handle's operation and returns its result, raising\n"
-        "its error; None for a handle not in the table (unknown or already synchronized).");
+  def_fast(m, "synchronize_handle", &fast_call<synchronize_handle>,
+           "synchronize_handle(handle): waits (without the GIL) for the handle's operation and\n"
+           "returns its result, raising its error; None for a handle not in the table\n"
+           "(unknown or already synchronized).");
   m.def("poll_handle", &poll_handle, py::arg("handle"),
         "Whether the handle's operation is done; None for a handle not in the table.");
 }

@@ -3,6 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <memory>
 #include <optional>
 
 #include "horovodcpp/process_set.h"
@@ -16,5 +17,10 @@ void bind_two_bit_codec(pybind11::module_& m);  // two_bit_codec.cc
 
 // The set an operation runs on: None means the global set.
 hvd::ProcessSet resolve(const std::optional<hvd::ProcessSet>& process_set);
+
+// What a blocking call that timed out still has in flight, with no handle
+// to wait for: kept for good (a timed-out job is ending), never freed under
+// the core (nor released, so no GIL is needed). ops.cc.
+void keep_for_good(std::shared_ptr<void> keep);
 
 }  // namespace hvdpy

@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "handle_table.h"
 #include "horovodcpp/horovodcpp.h"
 #include "module.h"
 #include "tensor_import.h"
@@ -72,13 +71,14 @@ Work allreduce_async(py::object input, py::object output, const std::string& nam
       {&in, &out});
 }
 
-// What a blocking call that timed out still has in flight, with no handle
-// to wait for: kept for good (a timed-out job is ending), never freed under
-// the core (nor released, so no GIL is needed).
+}  // namespace
+
 void keep_for_good(std::shared_ptr<void> keep) {
   static auto* orphans = new std::vector<std::shared_ptr<void>>();
   orphans->push_back(std::move(keep));
 }
+
+namespace {
 
 // The blocking allreduce: a lone CPU allreduce runs in the caller's own
 // cycle (the core's lone blocking path), with no Work or hand-over.
@@ -103,55 +103,7 @@ void allreduce(py::object input, py::object output, const std::string& name, hvd
   }
 }
 
-// Contiguous CPU tensors given as addresses (`output` 0: in place), dtype
-// (hvd::DataType's value) and shape, which horovodcpp.torch reads from the
-// tensors: no DLPack export and import (about a microsecond of a small
-// call). {input, output}.
-std::pair<hvd::TensorView, hvd::TensorView> cpu_views(std::uintptr_t input, std::uintptr_t output,
-                                                      int dtype, std::vector<std::int64_t> shape) {
-  if (dtype < 0 || dtype >= hvd::kNumDataTypes) {
-    throw py::value_error("unknown dtype code " + std::to_string(dtype));
-  }
-  const auto type = static_cast<hvd::DataType>(dtype);
-  hvd::TensorView in(reinterpret_cast<void*>(input), type, shape);
-  hvd::TensorView out(reinterpret_cast<void*>(output ? output : input), type, std::move(shape));
-  return {std::move(in), std::move(out)};
-}
-
-// The blocking allreduce of cpu_views. `owner` holds the tensors: kept for
-// good if the call times out still in flight, as allreduce's are.
-void allreduce_cpu(py::object owner, std::uintptr_t input, std::uintptr_t output, int dtype,
-                   std::vector<std::int64_t> shape, const std::string& name, hvd::ReduceOp op,
-                   double prescale, double postscale, const OptSet& ps) {
-  const hvd::ProcessSet set = resolve(ps);
-  const auto [in, out] = cpu_views(input, output, dtype, std::move(shape));
-  try {
-    py::gil_scoped_release release;
-    hvd::allreduce(in, out, name, op, prescale, postscale, set);
-  } catch (const hvd::Timeout&) {
-    keep_for_good(std::make_shared<py::object>(std::move(owner)));
-    throw;
-  }
-}
-
-// allreduce_async of cpu_views, as a handle of the handle table, which
-// keeps `input` and `output` (the same tensor in place; output 0) alive and
-// gives `output` back once synchronized.
-std::int64_t allreduce_async_cpu(py::object input, py::object output, std::uintptr_t input_address,
-                                 std::uintptr_t output_address, int dtype,
-                                 std::vector<std::int64_t> shape, const std::string& name,
-                                 hvd::ReduceOp op, double prescale, double postscale,
-                                 const OptSet& ps) {
-  release_finished();
-  const auto [in, out] = cpu_views(input_address, output_address, dtype, std::move(shape));
-  const hvd::ProcessSet set = resolve(ps);
-  hvd::Work work = output_address
-                       ? hvd::allreduce_async(in, out, name, op, prescale, postscale, set)
-                       : hvd::allreduce_async(in, name, op, prescale, postscale, set);
-  return add_handle(std::move(work), std::move(input), std::move(output));
-}
-
-// dtype name ("float32", ...) -> hvd::DataType's value, for allreduce_cpu.
+// dtype name ("float32", ...) -> hvd::DataType's value (set_cpu_tensor_types).
 py::dict dtype_codes() {
   py::dict codes;
   for (int code = 0; code < hvd::kNumDataTypes; ++code) {
@@ -263,18 +215,7 @@ void bind_ops(py::module_& m) {
         "allreduce_async and wait in one call, without the GIL (a lone CPU allreduce runs in\n"
         "the caller's own cycle); raises the operation's error, or HorovodTimeoutError after\n"
         "`timeout` seconds (the operation then stays in flight).");
-  m.def("allreduce_cpu", &allreduce_cpu, py::arg("owner"), py::arg("input"), py::arg("output"),
-        py::arg("dtype"), py::arg("shape"), py::arg("name"), py::arg("op"),
-        py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set"),
-        "allreduce of contiguous CPU tensors given as their owner, addresses (output 0: in\n"
-        "place), dtype code (dtype_codes()) and shape: no DLPack round trip.");
-  m.def("allreduce_async_cpu", &allreduce_async_cpu, py::arg("input"), py::arg("output"),
-        py::arg("input_address"), py::arg("output_address"), py::arg("dtype"), py::arg("shape"),
-        py::arg("name"), py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"),
-        py::arg("process_set"),
-        "allreduce_async of allreduce_cpu's arguments with the tensors themselves: a handle\n"
-        "of synchronize_handle, which returns `output`.");
-  m.def("dtype_codes", &dtype_codes, "dtype name -> allreduce_cpu's dtype code");
+  m.def("dtype_codes", &dtype_codes, "dtype name -> the core's dtype code");
   m.def("allreduce_async_many", &allreduce_async_many, py::arg("inputs"), py::arg("names"),
         py::arg("op") = avg, py::arg("prescale_factor") = 1.0, py::arg("postscale_factor") = 1.0,
         on(), st(),

@@ -86,10 +86,10 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 
 
 def _allreduce_into_new(tensor, name, op, prescale_factor, postscale_factor, process_set):
-    # A contiguous copy, reduced in place (a contiguous CPU tensor goes to the
-    # core as its address: core_ops.allreduce_blocking).
-    output = tensor.clone() if tensor.is_contiguous() else \
-        tensor.clone(memory_format=torch.contiguous_format)
+    if tensor.is_contiguous():  # reduced straight into a new tensor
+        return core_ops.allreduce_blocking(tensor, torch.empty_like(tensor), name, op,
+                                          prescale_factor, postscale_factor, process_set)
+    output = tensor.clone(memory_format=torch.contiguous_format)  # reduced in place
     return core_ops.allreduce_blocking(output, output, name, op, prescale_factor,
                                       postscale_factor, process_set)
 

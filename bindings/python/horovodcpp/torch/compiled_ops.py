@@ -100,7 +100,7 @@ if AVAILABLE:
         output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
         return [output, _start(output, core_ops._allreduce_async(
             tensor, output, _name(name), _core.ReduceOp(op), prescale_factor, postscale_factor,
-            set_of(process_set)))]
+            core_ops._core_set(set_of(process_set))))]
 
     @allreduce_async.register_fake
     def _(tensor, name, op, prescale_factor, postscale_factor, process_set):

@@ -6,7 +6,8 @@ autograd_ops.py; mpi_ops.py re-exports both under Horovod's module name.
 Tensors cross into the C++ core through DLPack, in place: in-place
 operations write into the tensor's memory, out-of-place ones into a new
 tensor (or one the core allocated). An allreduce of contiguous CPU tensors
-passes their addresses instead (_by_address). CUDA tensors go with the
+passes the tensors themselves to the core's fast calls, which read their
+addresses. CUDA tensors go with the
 current CUDA stream of their device (torch.cuda.current_stream()): the core's copies or
 NCCL kernels run after what was queued there when the operation was
 started, and that stream's later work runs after the result; results the
@@ -66,26 +67,13 @@ def _group_stream(tensors):
     return next((_stream(t) for t in tensors if t.is_cuda), 0)
 
 
-# torch dtype -> the core's dtype code, for the blocking CPU path without DLPack.
-_CPU_CODES = {getattr(torch, name): code for name, code in _core.dtype_codes().items()
-              if isinstance(getattr(torch, name, None), torch.dtype)}
-
-
-_STRIDED = torch.strided
-
-
-def _plain_cpu(tensor):
-    """A dense contiguous CPU tensor, which the core may take as its address."""
-    return tensor.is_cpu and tensor.layout is _STRIDED and tensor.is_contiguous()
-
-
-def _by_address(tensor, output):
-    """The dtype code when the core may take `tensor` and `output` (which may
-    be `tensor`) as addresses (_core.allreduce_cpu), else None."""
-    code = _CPU_CODES.get(tensor.dtype)
-    if code is None or not _plain_cpu(tensor):
-        return None
-    return code if output is tensor or _plain_cpu(output) else None
+# Dense contiguous CPU tensors of these dtypes go to the core's fast calls
+# (_core.allreduce_cpu, allreduce_async_cpu), which read their address and
+# shape: no DLPack round trip, no Python per tensor.
+_core.set_cpu_tensor_types(
+    {getattr(torch, name): code for name, code in _core.dtype_codes().items()
+     if isinstance(getattr(torch, name, None), torch.dtype)},
+    torch.strided)
 
 
 def _inplace_tensor(tensor):
@@ -104,13 +92,13 @@ def _name(prefix, name):
     return "" if name is None else "{}.{}".format(prefix, name)
 
 
-def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, process_set):
-    ps = _core_set(process_set)
-    code = _by_address(tensor, output)
-    if code is not None:
-        return _core.allreduce_async_cpu(
-            tensor, output, tensor.data_ptr(), 0 if output is tensor else output.data_ptr(), code,
-            tensor.shape, _name("allreduce", name), op, prescale_factor, postscale_factor, ps)
+def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, ps):
+    """Starts the allreduce of `tensor` into `output` (`tensor` in place) on
+    the core's process set `ps`; returns its handle."""
+    handle = _core.allreduce_async_cpu(tensor, output, name, op, prescale_factor,
+                                       postscale_factor, ps)
+    if handle is not NotImplemented:  # a dense contiguous CPU tensor: the core's table
+        return handle
     if output is tensor:
         work = _core.allreduce_async(_inplace_tensor(tensor), None, _name("allreduce", name), op,
                                      prescale_factor, postscale_factor, ps, _stream(tensor))
@@ -133,15 +121,14 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
                                          postscale_factor, process_set.process_set_id)
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
     return _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
-                            process_set)
+                            _core_set(process_set))
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=global_process_set):
     """allreduce_async in place: the result replaces `tensor`'s contents."""
-    op = resolve_op(op, average)
-    return _allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor,
-                            process_set)
+    return _allreduce_async(tensor, tensor, name, resolve_op(op, average), prescale_factor,
+                            postscale_factor, _core_set(process_set))
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -160,23 +147,19 @@ def allreduce_blocking(tensor, output, name, op, prescale_factor, postscale_fact
     """Reduces `tensor` into `output` (which may be `tensor`) and returns
     `output`. A CPU tensor goes through the core's blocking call, which runs
     a lone small allreduce in this thread's own cycle, without a handle."""
+    ps = _core_set(process_set)
+    if _core.allreduce_cpu(tensor, output, name, op, prescale_factor, postscale_factor,
+                           ps) is not NotImplemented:
+        return output
     if tensor.is_cuda:
         return synchronize(_allreduce_async(tensor, output, name, op, prescale_factor,
-                                            postscale_factor, process_set))
-    code = _by_address(tensor, output)
-    if code is not None:
-        _core.allreduce_cpu((tensor, output), tensor.data_ptr(),
-                            0 if output is tensor else output.data_ptr(), code, tensor.shape,
-                            _name("allreduce", name), op, prescale_factor, postscale_factor,
-                            _core_set(process_set))
-        return output
+                                            postscale_factor, ps))
     if output is tensor:
         _core.allreduce(_inplace_tensor(tensor), None, _name("allreduce", name), op,
-                        prescale_factor, postscale_factor, _core_set(process_set))
+                        prescale_factor, postscale_factor, ps)
     else:  # _core_tensor detaches a tensor that requires grad
         _core.allreduce(_core_tensor(tensor.contiguous()), _core_tensor(output),
-                        _name("allreduce", name), op, prescale_factor, postscale_factor,
-                        _core_set(process_set))
+                        _name("allreduce", name), op, prescale_factor, postscale_factor, ps)
     return output
 
 

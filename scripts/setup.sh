@@ -47,23 +47,31 @@ build_dir=${HVD_BUILD_DIR:-build}
 # serves), not whatever python3 comes first on PATH (pyenv, conda).
 python=${HVD_PYTHON:-/usr/bin/python3}
 
-# pinned_venv DIR REQUIREMENTS WHAT: a venv of that same interpreter with
-# --system-site-packages (it also imports Debian's packages and the
-# horovodcpp package installed below) holding the pinned wheels; skipped
-# when they are installed already (a copy of the requirements file marks it).
+# pinned_venv DIR REQUIREMENTS WHAT [PIP OPTIONS]: a venv of that same
+# interpreter with --system-site-packages (it also imports Debian's packages
+# and the horovodcpp package installed below) holding the pinned wheels;
+# skipped when they are installed already (a copy of the requirements file
+# marks it).
 pinned_venv() {
   local dir=$1 requirements=$2 what=$3
+  local marker
+  marker="$dir/horovodcpp-$(basename "$requirements")"
   [ -x "$dir/bin/python" ] || "$python" -m venv --system-site-packages "$dir"
-  if ! cmp -s "$requirements" "$dir/horovodcpp-requirements.txt"; then
+  if ! cmp -s "$requirements" "$marker"; then
     echo "setup: installing $what into $dir"
-    "$dir/bin/python" -m pip install -q --no-cache-dir --disable-pip-version-check -r "$requirements"
-    cp "$requirements" "$dir/horovodcpp-requirements.txt"
+    "$dir/bin/python" -m pip install -q --no-cache-dir --disable-pip-version-check "${@:4}" \
+      -r "$requirements"
+    cp "$requirements" "$marker"
   fi
 }
 
 # TensorFlow is not packaged by Debian (default .venv/ here, HVD_VENV to move it).
 venv=$(realpath -m "${HVD_VENV:-.venv}")
 pinned_venv "$venv" scripts/requirements-tensorflow.txt TensorFlow
+# tf_keras: what tf.keras is under TF_USE_LEGACY_KERAS=1 (Keras 2). It names
+# the full `tensorflow` wheel as its dependency, which tensorflow-cpu above
+# stands for: no dependencies.
+pinned_venv "$venv" scripts/requirements-tf-keras.txt tf_keras --no-deps
 # --tests: the current PyTorch from PyPI too, beside Debian's (about 5 GB with
 # its CUDA libraries), once per machine: outside the checkout by default.
 torch_python=""

@@ -41,3 +41,4 @@ def test_masked_and_refused_forms():
                                rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="fused"):
         hvd.SyncBatchNormalization(fused=True)
+    assert "fused" not in hvd.SyncBatchNormalization(fused=False).get_config()  # as Horovod

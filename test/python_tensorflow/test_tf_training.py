@@ -155,7 +155,8 @@ def test_legacy_optimizer_backward_passes_per_step(mode, average):
 
 def test_partial_distributed_gradient_tape(mode):
     """The local layer's gradient stays local (divided by the number of
-    ranks, as in Horovod), the others are averaged."""
+    ranks, as in Horovod), the others are averaged; get_local_and_global_gradients
+    splits them into the local and the others' (variable, gradient) pairs."""
     import keras
     keras.utils.set_random_seed(0)
     local_layer, shared_layer = keras.layers.Dense(3), keras.layers.Dense(1)
@@ -176,6 +177,18 @@ def test_partial_distributed_gradient_tape(mode):
         else:
             want = sum(o[k] for o in own) / hvd.size()
         np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-5, atol=1e-7)
+    # Horovod's split of the same gradients: (variable, gradient) pairs.
+    with tf.GradientTape() as tape:
+        x, y = shard_xy(hvd.rank())
+        loss = tf.reduce_mean(tf.square(model(x) - y))
+    tape = hvd.PartialDistributedGradientTape(tape, local_layers=[local_layer])
+    local_pairs, global_pairs = tape.get_local_and_global_gradients(loss,
+                                                                    model.trainable_variables)
+    assert [id(v) for v, _ in local_pairs] == [id(v) for v in local_layer.trainable_weights]
+    assert [id(v) for v, _ in global_pairs] == [id(v) for v in shared_layer.trainable_weights]
+    for v, g in local_pairs + global_pairs:
+        k = [id(w) for w in model.trainable_variables].index(id(v))
+        np.testing.assert_allclose(g.numpy(), got[k].numpy(), rtol=1e-6)
 
 
 def shard_xy(rank):

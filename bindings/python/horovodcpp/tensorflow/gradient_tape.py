@@ -24,6 +24,17 @@ class _DistributedGradientTape(tf.GradientTape):
         divided by the number of ranks when scale_local_gradients)."""
         self._hvd_reducer.register_local(source)
 
+    def get_local_and_global_gradients(self, target, sources, output_gradients=None,
+                                       use_generic_names=False):
+        """gradient() of a list of `sources`, split as Horovod does: the
+        (source, gradient) pairs of the registered local sources, then those
+        of the others, each in the order of `sources`."""
+        grads = self.gradient(target, sources, output_gradients,
+                              use_generic_names=use_generic_names)
+        pairs = list(zip(sources, grads))
+        local = [pair for pair in pairs if self._hvd_reducer.is_local(pair[0])]
+        return local, [pair for pair in pairs if not self._hvd_reducer.is_local(pair[0])]
+
 
 def DistributedGradientTape(gradtape, device_dense='', device_sparse='',
                             compression=Compression.none, sparse_as_dense=False, op=Average,

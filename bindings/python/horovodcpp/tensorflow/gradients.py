@@ -23,16 +23,25 @@ def check_options(op, gradient_predivide_factor, num_groups, groups):
     return gradient_groups(op, gradient_predivide_factor, num_groups, groups, "tf.Variable")
 
 
+def _keras_layer_types():
+    """Keras 3's Layer and tf.keras's, which is tf_keras's (Keras 2) under
+    TF_USE_LEGACY_KERAS=1: a tape works on the variables of either."""
+    import keras
+    try:
+        return (keras.layers.Layer, tf.keras.layers.Layer)
+    except ImportError:  # TF_USE_LEGACY_KERAS=1 without tf_keras: no tf.keras
+        return (keras.layers.Layer,)
+
+
 def local_layer_weights(local_layers):
     """The trainable weights of `local_layers` (None, a Keras layer or a list
     of them): what the Partial tape and optimizer keep local."""
-    import keras
-
     if local_layers is None:
         return []
-    if isinstance(local_layers, keras.layers.Layer):
+    layer_types = _keras_layer_types()
+    if isinstance(local_layers, layer_types):
         local_layers = [local_layers]
-    if not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
+    if not all(isinstance(layer, layer_types) for layer in local_layers):
         raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
     return [variable for layer in local_layers for variable in layer.trainable_weights]
 
@@ -73,7 +82,7 @@ class GradientReducer:
     def register_local(self, variable):
         self._local.add(variable_key(variable))
 
-    def _is_local(self, variable):
+    def is_local(self, variable):
         return variable is not None and variable_key(variable) in self._local
 
     def _units(self, indices, variables):
@@ -95,7 +104,7 @@ class GradientReducer:
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                      for g in grads]
         var = (lambda i: variables[i]) if variables is not None else (lambda i: None)
-        local = [i for i, g in enumerate(grads) if g is not None and self._is_local(var(i))]
+        local = [i for i, g in enumerate(grads) if g is not None and self.is_local(var(i))]
         shared = [i for i, g in enumerate(grads) if g is not None and i not in local]
         results = list(grads)
         size = self.process_set.size()

@@ -1,5 +1,7 @@
 """SyncBatchNormalization of horovod.tensorflow: Keras batch normalization
-whose training statistics are those of the global batch."""
+whose training statistics are those of the global batch. Like Horovod's, it
+is a layer of whichever Keras tf.keras is: Keras 3, or tf_keras (Keras 2)
+under TF_USE_LEGACY_KERAS=1."""
 import keras
 import tensorflow as tf
 
@@ -7,33 +9,73 @@ from horovodcpp import _core
 from horovodcpp.common.basics import Sum
 from horovodcpp.tensorflow import collectives
 
+_DOC = """Batch normalization whose mean and variance in training are those of
+    every rank's inputs together: each rank's count, sum and sum of squares
+    per channel are summed over the ranks (one allreduce, differentiable, so
+    the gradient is that of the global batch too). Exact also when ranks
+    hold different batch sizes (Horovod averages the ranks' moments, the
+    same for equal sizes). fused=True is refused and fused=False dropped,
+    as in Horovod; masks are honoured as in Keras."""
+
+
+def _refuse_fused(fused):
+    if fused in (True, None):
+        raise ValueError("SyncBatchNormalization does not support fused=True.")
+
+
+def _global_moments(inputs, axes, mask, keepdims=False):
+    """Mean and variance over `axes` of every rank's `inputs` (the entries
+    where `mask`, a mask of the inputs without their channel axis, is True)."""
+    if mask is None:
+        weights = tf.ones_like(inputs)
+    else:
+        weights = tf.broadcast_to(tf.cast(mask[..., None], inputs.dtype), tf.shape(inputs))
+    stats = tf.stack([tf.reduce_sum(weights, axes, keepdims=keepdims),
+                      tf.reduce_sum(weights * inputs, axes, keepdims=keepdims),
+                      tf.reduce_sum(weights * tf.square(inputs), axes, keepdims=keepdims)])
+    count, total, squares = tf.unstack(collectives.allreduce(stats, op=Sum))
+    mean = total / count
+    # Var[X] = E[X^2] - E[X]^2, clipped at 0 against rounding.
+    return mean, tf.maximum(squares / count - tf.square(mean), 0.0)
+
 
 @keras.saving.register_keras_serializable(package="horovodcpp")
 class SyncBatchNormalization(keras.layers.BatchNormalization):
-    """keras.layers.BatchNormalization whose mean and variance in training
-    are those of every rank's inputs together: each rank's count, sum and
-    sum of squares per channel are summed over the ranks (one allreduce,
-    differentiable, so the gradient is that of the global batch too). Exact
-    also when ranks hold different batch sizes (Horovod averages the ranks'
-    moments, the same for equal sizes). fused=True is refused, as in
-    Horovod; masks are honoured as in Keras."""
+    __doc__ = _DOC
 
     def __init__(self, fused=False, **kwargs):
-        if fused in (True, None):
-            raise ValueError("SyncBatchNormalization does not support fused=True.")
+        _refuse_fused(fused)
         super().__init__(**kwargs)
 
     def _moments(self, inputs, mask):
         if _core.size() == 1:
             return super()._moments(inputs, mask)
-        axes = self._reduction_axes
-        if mask is None:
-            weights = tf.ones_like(inputs)
-        else:
-            weights = tf.broadcast_to(tf.cast(mask[..., None], inputs.dtype), tf.shape(inputs))
-        stats = tf.stack([tf.reduce_sum(weights, axes), tf.reduce_sum(weights * inputs, axes),
-                          tf.reduce_sum(weights * tf.square(inputs), axes)])
-        count, total, squares = tf.unstack(collectives.allreduce(stats, op=Sum))
-        mean = total / count
-        # Var[X] = E[X^2] - E[X]^2, clipped at 0 against rounding.
-        return mean, tf.maximum(squares / count - tf.square(mean), 0.0)
+        return _global_moments(inputs, self._reduction_axes, mask)
+
+
+def _keras2_class():
+    """The layer on tf_keras's BatchNormalization, whose statistics come
+    from _calculate_mean_and_var (as Horovod overrides it)."""
+    class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
+        __doc__ = _DOC
+
+        def __init__(self, fused=False, **kwargs):
+            _refuse_fused(fused)
+            super().__init__(fused=False, **kwargs)
+
+        def _calculate_mean_and_var(self, inputs, reduction_axes, keep_dims, mask=None):
+            if _core.size() == 1:
+                return super()._calculate_mean_and_var(inputs, reduction_axes, keep_dims, mask)
+            return _global_moments(inputs, reduction_axes, mask, keep_dims)
+    return SyncBatchNormalization
+
+
+def _tf_keras_is_keras_2():
+    try:
+        return tf.keras.__name__.startswith("tf_keras")
+    except ImportError:  # TF_USE_LEGACY_KERAS=1 without tf_keras: no tf.keras
+        return False
+
+
+if _tf_keras_is_keras_2():
+    SyncBatchNormalization = _keras2_class()  # noqa: F811 (the Keras 3 one stays registered)

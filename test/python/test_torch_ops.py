@@ -152,6 +152,8 @@ def test_the_core_fast_calls_refuse_and_raise():
         _core.allreduce_async_cpu(plain, plain, "few")
     with pytest.raises(TypeError):
         _core.synchronize_handle("not a handle")
+    with pytest.raises(ValueError, match="unknown dtype code"):  # refused, the types kept
+        _core.set_cpu_tensor_types({torch.float32: 99}, torch.strided)
     with pytest.raises(hvd.InvalidArgumentError, match="dtype"):
         _core.allreduce_cpu(plain, torch.ones(3, dtype=torch.float64), "mixed", hvd.Sum, 1.0,
                             1.0, None)

@@ -153,6 +153,13 @@ py::object allreduce_cpu(PyObject* const* args, Py_ssize_t nargs) {
 }
 
 void set_cpu_tensor_types(py::dict dtype_codes, py::object dense_layout) {
+  // Checked here, once, so that cpu_view may cast the codes as they are.
+  for (const auto& entry : dtype_codes) {
+    const int code = entry.second.cast<int>();
+    if (code < 0 || code >= hvd::kNumDataTypes) {
+      throw py::value_error("unknown dtype code " + std::to_string(code));
+    }
+  }
   g_dtype_codes = dtype_codes.release().ptr();
   g_dense_layout = dense_layout.release().ptr();
 }

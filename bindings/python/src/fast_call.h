@@ -25,8 +25,8 @@ PyObject* fast_call(PyObject* /*module*/, PyObject* const* args, Py_ssize_t narg
   }
 }
 
-// m.<name> = the fast call `function` (fast_call<body>), taking exactly
-// `arguments` positional arguments (TypeError otherwise).
+// m.<name> = the fast call `function` (fast_call<body>); the body checks
+// its argument count (expect_arguments).
 void def_fast(py::module_& m, const char* name,
               PyObject* (*function)(PyObject*, PyObject* const*, Py_ssize_t), const char* doc);
 

@@ -15,6 +15,12 @@
 #include "work.h"
 
 namespace hvdpy {
+
+void keep_for_good(std::shared_ptr<void> keep) {
+  static auto* orphans = new std::vector<std::shared_ptr<void>>();
+  orphans->push_back(std::move(keep));
+}
+
 namespace {
 
 using OptSet = std::optional<hvd::ProcessSet>;  // None: the global set
@@ -70,15 +76,6 @@ Work allreduce_async(py::object input, py::object output, const std::string& nam
       hvd::allreduce_async(in.view, out.view, name, op, prescale, postscale, resolve(ps)),
       {&in, &out});
 }
-
-}  // namespace
-
-void keep_for_good(std::shared_ptr<void> keep) {
-  static auto* orphans = new std::vector<std::shared_ptr<void>>();
-  orphans->push_back(std::move(keep));
-}
-
-namespace {
 
 // The blocking allreduce: a lone CPU allreduce runs in the caller's own
 // cycle (the core's lone blocking path), with no Work or hand-over.

@@ -14,7 +14,7 @@ from horovodcpp.common.basics import Average, Sum
 from horovodcpp.common.process_sets import global_process_set
 from horovodcpp.common.util import gradient_groups, split_evenly
 from horovodcpp.tensorflow import bridge, kernels
-from horovodcpp.tensorflow.util import vars_to_refs
+from horovodcpp.tensorflow.util import legacy_keras, vars_to_refs
 from horovodcpp.tensorflow.compression import Compression
 
 
@@ -23,22 +23,17 @@ def check_options(op, gradient_predivide_factor, num_groups, groups):
     return gradient_groups(op, gradient_predivide_factor, num_groups, groups, "tf.Variable")
 
 
-def _keras_layer_types():
-    """Keras 3's Layer and tf.keras's, which is tf_keras's (Keras 2) under
-    TF_USE_LEGACY_KERAS=1: a tape works on the variables of either."""
-    import keras
-    try:
-        return (keras.layers.Layer, tf.keras.layers.Layer)
-    except ImportError:  # TF_USE_LEGACY_KERAS=1 without tf_keras: no tf.keras
-        return (keras.layers.Layer,)
-
-
 def local_layer_weights(local_layers):
     """The trainable weights of `local_layers` (None, a Keras layer or a list
     of them): what the Partial tape and optimizer keep local."""
+    import keras
+
     if local_layers is None:
         return []
-    layer_types = _keras_layer_types()
+    # Keras 3's layers, and tf_keras's where tf.keras is Keras 2: a tape
+    # works on the variables of either.
+    legacy = legacy_keras()
+    layer_types = (keras.layers.Layer,) + (() if legacy is None else (legacy.layers.Layer,))
     if isinstance(local_layers, layer_types):
         local_layers = [local_layers]
     if not all(isinstance(layer, layer_types) for layer in local_layers):

@@ -8,6 +8,7 @@ import tensorflow as tf
 from horovodcpp import _core
 from horovodcpp.common.basics import Sum
 from horovodcpp.tensorflow import collectives
+from horovodcpp.tensorflow.util import legacy_keras
 
 _DOC = """Batch normalization whose mean and variance in training are those of
     every rank's inputs together: each rank's count, sum and sum of squares
@@ -53,10 +54,10 @@ class SyncBatchNormalization(keras.layers.BatchNormalization):
         return _global_moments(inputs, self._reduction_axes, mask)
 
 
-def _keras2_class():
+def _keras2_class(tf_keras):
     """The layer on tf_keras's BatchNormalization, whose statistics come
     from _calculate_mean_and_var (as Horovod overrides it)."""
-    class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
+    class SyncBatchNormalization(tf_keras.layers.BatchNormalization):
         __doc__ = _DOC
 
         def __init__(self, fused=False, **kwargs):
@@ -70,12 +71,6 @@ def _keras2_class():
     return SyncBatchNormalization
 
 
-def _tf_keras_is_keras_2():
-    try:
-        return tf.keras.__name__.startswith("tf_keras")
-    except ImportError:  # TF_USE_LEGACY_KERAS=1 without tf_keras: no tf.keras
-        return False
-
-
-if _tf_keras_is_keras_2():
-    SyncBatchNormalization = _keras2_class()  # noqa: F811 (the Keras 3 one stays registered)
+_LEGACY_KERAS = legacy_keras()
+if _LEGACY_KERAS is not None:  # the Keras 3 class stays registered (saved models)
+    SyncBatchNormalization = _keras2_class(_LEGACY_KERAS)  # noqa: F811

@@ -1,7 +1,19 @@
 """horovod.tensorflow.util's helpers that user code and Horovod's tests
 call: whether TensorFlow executes eagerly, and variables as hashable
-references (for dicts and sets keyed by variable)."""
+references (for dicts and sets keyed by variable); and which Keras tf.keras
+is."""
 import tensorflow as tf
+
+
+def legacy_keras():
+    """tf.keras when it is tf_keras (Keras 2, under TF_USE_LEGACY_KERAS=1),
+    else None: Keras 3, or that flag without tf_keras, where tf.keras cannot
+    be imported."""
+    try:
+        keras_module = tf.keras
+    except ImportError:
+        return None
+    return keras_module if keras_module.__name__.startswith("tf_keras") else None
 
 
 def _executing_eagerly():

@@ -17,7 +17,11 @@ PYTHON has PyTorch 2.4 or newer (scripts/setup.sh --tests puts one in
   DDP gloo               torch.compile(DDP(model)) on a gloo process group
                          (torch's DDPOptimizer splits its graph the same way)
 Each round times --steps steps of each, one after the other; a figure is the
-median over rounds of the slowest rank's mean step. Prints one table.
+median over rounds of the slowest rank's mean step. A second table splits
+the step into phases (each the median over the timed steps, the slowest
+rank's): forward (zero_grad and the model), backward (DDP's waits for its
+last bucket in it), synchronize (horovodcpp's wait for its allreduces) and
+the optimizer's step.
 """
 import argparse
 import datetime
@@ -55,6 +59,26 @@ def make_model(args):
     return torch.nn.Sequential(*layers, torch.nn.Linear(args.width, 10))
 
 
+class PhaseClock:
+    """One trainer's phase times, step by step (seconds)."""
+    NAMES = ("forward", "backward", "synchronize", "optimizer")
+
+    def __init__(self):
+        self.steps = []
+
+    def start(self):
+        self.steps.append([])
+        self._last = time.perf_counter()
+
+    def lap(self):
+        now = time.perf_counter()
+        self.steps[-1].append(now - self._last)
+        self._last = now
+
+    def medians(self):
+        return [statistics.median(step[i] for step in self.steps) for i in range(len(self.NAMES))]
+
+
 def slowest(seconds):
     t = torch.tensor([seconds], dtype=torch.float64)
     hvd.allreduce_(t, op=hvd.Max, name="bench.slowest")
@@ -62,7 +86,7 @@ def slowest(seconds):
 
 
 def trainers(args, gloo):
-    """name -> step(); each compiled and warmed up."""
+    """name -> (step(), its PhaseClock); each compiled and warmed up."""
     x = torch.randn(args.batch, args.width, generator=torch.Generator().manual_seed(hvd.rank()))
     y = torch.randint(0, 10, (args.batch,), generator=torch.Generator().manual_seed(1))
     made = {}
@@ -73,11 +97,21 @@ def trainers(args, gloo):
         optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
                                              named_parameters=model.named_parameters())
 
+        clock = PhaseClock()
+
         def step():
+            clock.start()
             optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(compiled(x), y).backward()
-            optimizer.step()
-        return step
+            loss = torch.nn.functional.cross_entropy(compiled(x), y)
+            clock.lap()
+            loss.backward()
+            clock.lap()
+            optimizer.synchronize()
+            clock.lap()
+            with optimizer.skip_synchronize():
+                optimizer.step()
+            clock.lap()
+        return step, clock
 
     made["horovodcpp overlapped"] = horovodcpp_trainer(
         hvd.compile_backend(backend=args.backend, bucket_cap_mb=args.bucket_cap_mb))
@@ -87,14 +121,23 @@ def trainers(args, gloo):
     compiled_ddp = torch.compile(ddp, backend=args.backend)
     ddp_optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
 
+    ddp_clock = PhaseClock()
+
     def ddp_step():
+        ddp_clock.start()
         ddp_optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(compiled_ddp(x), y).backward()
+        loss = torch.nn.functional.cross_entropy(compiled_ddp(x), y)
+        ddp_clock.lap()
+        loss.backward()
+        ddp_clock.lap()
+        ddp_clock.lap()  # nothing to synchronize: backward waited
         ddp_optimizer.step()
-    made["DDP gloo"] = ddp_step
-    for step in made.values():  # compiles
+        ddp_clock.lap()
+    made["DDP gloo"] = (ddp_step, ddp_clock)
+    for step, clock in made.values():  # compiles
         for _ in range(2):
             step()
+        clock.steps.clear()
     return made
 
 
@@ -109,12 +152,13 @@ def main():
     runs = trainers(args, dist.group.WORLD)
     times = {name: [] for name in runs}
     for _ in range(args.rounds):
-        for name, step in runs.items():
+        for name, (step, _) in runs.items():
             hvd.barrier()
             start = time.perf_counter()
             for _ in range(args.steps):
                 step()
             times[name].append(slowest((time.perf_counter() - start) / args.steps))
+    phases = {name: [slowest(m) for m in clock.medians()] for name, (_, clock) in runs.items()}
     if hvd.rank() == 0:
         params = sum(p.numel() for p in make_model(args).parameters())
         print("# compiled_bench: torch {}, {} ranks, MLP {} x {} ({:.1f} M parameters), batch {} "
@@ -127,6 +171,12 @@ def main():
         for name, values in times.items():
             median = statistics.median(values)
             print("| {} | {:.1f} ms | {:.2f} |".format(name, median * 1e3, ddp / median))
+        print()
+        print("| training | " + " | ".join(PhaseClock.NAMES) + " |")
+        print("|---" * (len(PhaseClock.NAMES) + 1) + "|")
+        for name, medians in phases.items():
+            print("| {} | ".format(name) + " | ".join("{:.1f} ms".format(m * 1e3)
+                                                     for m in medians) + " |")
     dist.destroy_process_group()
 
 

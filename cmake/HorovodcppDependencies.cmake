@@ -99,8 +99,17 @@ if(HVD_WITH_NCCL)
     endif()
   endif()
 endif()
+# NVTX ranges (core/diagnostics/nvtx_ranges.h): the CUDA toolkit's
+# header-only NVTX 3, which loads a profiler's library only when one runs.
+set(HVD_HAVE_NVTX FALSE)
+if(HVD_HAVE_CUDA)
+  find_path(NVTX3_INCLUDE_DIR nvtx3/nvToolsExt.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  if(NVTX3_INCLUDE_DIR)
+    set(HVD_HAVE_NVTX TRUE)
+  endif()
+endif()
 message(STATUS "horovodcpp GPU: CUDA=${HVD_HAVE_CUDA} ${HVD_CUDA_VERSION} "
-               "NCCL=${HVD_HAVE_NCCL} ${HVD_NCCL_VERSION}")
+               "NCCL=${HVD_HAVE_NCCL} ${HVD_NCCL_VERSION} NVTX=${HVD_HAVE_NVTX}")
 
 # hvd::init needs a CPU transport (the control plane). A build with neither
 # is only allowed for the GPU suites on a machine without MPI or Gloo

@@ -240,8 +240,11 @@ std::vector<Entry> build() {
        "", "Adasum sends each level's vectors whole"},
       {S::kCclCache, "CCL_CACHE", kHorovod, T::kString, no_effect, "", 0, 0, "",
        "there is no oneCCL backend"},
-      {S::kDisableNvtxRanges, "DISABLE_NVTX_RANGES", kHorovod, T::kString, no_effect, "1", 0, 0, "",
-       "no NVTX ranges are emitted; the timeline shows each operation's phases"},
+      {S::kDisableNvtxRanges, "DISABLE_NVTX_RANGES", kHorovod, T::kBool, rank, "0", 0, 0, "",
+       "1: no NVTX ranges (Nsight Systems) over the negotiation and the phases of CUDA "
+       "collectives",
+       "Builds with the CUDA toolkit's NVTX 3 headers emit them; with no profiler attached a "
+       "range costs a call that returns at once. See [gpu](gpu.md#nvtx-ranges)"},
       {S::kEnableAsyncCompletion, "ENABLE_ASYNC_COMPLETION", kHorovod, T::kString, no_effect, "1",
        0, 0, "",
        "CUDA collectives always complete asynchronously (the caller's stream waits for them)"},

@@ -1,5 +1,5 @@
-// What the one-rank coordinator tests share: a submission as the API makes
-// it, and a bounded wait for a condition.
+// What the one-rank coordinator tests share: a controller of one rank, a
+// submission as the API makes it, and a bounded wait for a condition.
 #pragma once
 
 #include <chrono>
@@ -8,10 +8,23 @@
 #include <thread>
 #include <vector>
 
+#include "core/negotiation/controller.h"
 #include "core/negotiation/tensor_queue.h"
 #include "core/negotiation/work_state.h"
 
 namespace hvd {
+
+// The control plane of a job of one rank: every exchange returns at once.
+class SoloController : public Controller {
+ public:
+  const Topology& topology() const override { return topology_; }
+  std::vector<std::string> gather_to_root(const std::string& message) override { return {message}; }
+  std::string broadcast_from_root(const std::string& message) override { return message; }
+  void bitwise_and(std::vector<std::uint64_t>&) override {}
+
+ private:
+  Topology topology_;
+};
 
 // An in-place sum allreduce of `data` on `device`, named and described as
 // ProcessSetRuntime leaves a submission, its Work signalling `queue`'s

@@ -24,17 +24,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-class SoloController : public Controller {
- public:
-  const Topology& topology() const override { return topology_; }
-  std::vector<std::string> gather_to_root(const std::string& message) override { return {message}; }
-  std::string broadcast_from_root(const std::string& message) override { return message; }
-  void bitwise_and(std::vector<std::uint64_t>&) override {}
-
- private:
-  Topology topology_;
-};
-
 // How many times this process's thread named `name` has gone to sleep
 // (voluntary context switches, from /proc); -1 if there is no such thread.
 long sleeps_of_thread(const std::string& name) {

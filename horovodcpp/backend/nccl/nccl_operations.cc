@@ -4,6 +4,7 @@
 
 #include "core/device/batched_copy_plan.h"
 #include "core/device/device_completion.h"
+#include "core/diagnostics/nvtx_ranges.h"
 #include "core/execution/timeline_span.h"
 #include "gpu/batched_copy.h"
 #include "gpu/cuda_check.h"
@@ -149,11 +150,19 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
     // A joined rank's zeros are the buffer itself, zeroed on the stream
     // before NCCL reads it (packing and unpacking skip them).
     if (pieces.zeros && bytes > 0) HVD_CUDA_CHECK(cudaMemsetAsync(buffer, 0, bytes, stream));
-    launch_batched_copies(pack_tasks(pieces.inputs, buffer, dtype_size(dtype)), dtype, prescale,
-                          stream);
+    // Ranges over the launches (Nsight Systems projects them onto the
+    // kernels); the span's range covers the whole collective.
+    {
+      const NvtxScope range("MEMCPY_IN_FUSION_BUFFER");
+      launch_batched_copies(pack_tasks(pieces.inputs, buffer, dtype_size(dtype)), dtype, prescale,
+                            stream);
+    }
     backend_->allreduce(buffer, pieces.total, dtype, op);
-    launch_batched_copies(unpack_tasks(buffer, pieces.outputs, dtype_size(dtype)), dtype, postscale,
-                          stream);
+    {
+      const NvtxScope range("MEMCPY_OUT_FUSION_BUFFER");
+      launch_batched_copies(unpack_tasks(buffer, pieces.outputs, dtype_size(dtype)), dtype,
+                            postscale, stream);
+    }
   }
   complete_on_stream(events_, *poller_, device_, communicator_->stream(), group, std::move(span));
 }

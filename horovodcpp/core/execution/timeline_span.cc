@@ -1,5 +1,7 @@
 #include "core/execution/timeline_span.h"
 
+#include "core/diagnostics/nvtx_ranges.h"
+
 namespace hvd {
 
 TimelineSpan::TimelineSpan(Timeline* timeline, const char* name,
@@ -14,6 +16,7 @@ TimelineSpan::TimelineSpan(Timeline* timeline, const char* name, const TensorEnt
 }
 
 bool TimelineSpan::start(Timeline* timeline, const char* name) {
+  nvtx_range_ = nvtx_range_start(name);
   if (timeline == nullptr || !timeline->active()) return false;
   timeline_ = timeline;
   name_ = name;
@@ -22,6 +25,7 @@ bool TimelineSpan::start(Timeline* timeline, const char* name) {
 }
 
 void TimelineSpan::end() const {
+  nvtx_range_end(nvtx_range_);
   if (timeline_ == nullptr) return;
   const TimelineClock::time_point now = TimelineClock::now();
   for (const std::string& row : rows_) timeline_->complete(row, name_, start_, now);

@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "base/error_message.h"
 #include "core/diagnostics/logging.h"
+#include "core/diagnostics/nvtx_ranges.h"
 #include "core/runtime/thread_affinity.h"
 #include "core/runtime/usable_cpus.h"
 #include "settings/settings.h"
@@ -357,6 +358,9 @@ bool Coordinator::run_cycle() {
     if (request.op_type == OpType::kJoin) join_pending_ = true;
   }
   const bool stopping = stop_requested_;
+  // An NVTX range over the negotiation of this rank's new requests (not of
+  // idle cycles: a thousand a second would drown the trace).
+  const std::uint64_t negotiating = submitted ? nvtx_range_start("NEGOTIATE") : 0;
   RequestList mine;
   std::vector<const Response*> responses;  // the cache's and the full round's
   bool full_round = true;
@@ -382,7 +386,10 @@ bool Coordinator::run_cycle() {
     const bool done = !full_round && responses.size() == 1 &&
                       responses.front()->name == alone_->request.name &&
                       (inline_data || alone_->request.op_type == OpType::kBarrier);
-    if (done) return finish_alone();
+    if (done) {
+      nvtx_range_end(negotiating);
+      return finish_alone();
+    }
     queue_alone();
   }
   ResponseList agreed;
@@ -392,6 +399,7 @@ bool Coordinator::run_cycle() {
     apply_tuning(agreed);
     for (const Response& response : agreed.responses) responses.push_back(&response);
   }
+  nvtx_range_end(negotiating);
 
   idle_cycle_ = !submitted && responses.empty();
   std::size_t bytes = 0;

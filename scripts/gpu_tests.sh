@@ -38,6 +38,12 @@
 #   GPU, and the CPU Python suites at two ranks on that PyTorch.
 #   HVD_GPU_PYTHON picks another interpreter; HVD_GPU_SKIP_PYTHON=1 skips.
 #
+# - NVTX ranges: nvtx_tests (an injection library records them), and where
+#   Nsight Systems is installed, a trace of gpu_collective_tests' allreduces
+#   must show NEGOTIATE, NCCL_ALLREDUCE and the fusion buffer's copies
+#   (`nsys stats --report nvtx_sum`); without nsys that check is reported
+#   as not run.
+#
 # From a machine without a GPU: `prepare` there, copy the checkout with
 # .gpu-deps to the GPU machine and run `bash scripts/gpu_tests.sh` there.
 # The build takes about 2 minutes on 16 cores (GoogleTest included), the
@@ -195,6 +201,7 @@ if [[ $PHASE != test ]]; then
   targets=(gpu_tests unit_tests)
   [[ -n $HAVE_GLOO ]] && targets+=(gpu_collective_tests gpu_staged_tests collective_tests hvdrun)
   grep -q "horovodcpp Python bindings: TRUE" "$RESULTS/configure.log" && targets+=(_core)
+  grep -q "NVTX=TRUE" "$RESULTS/configure.log" && targets+=(nvtx_tests)
   log "build: ${targets[*]}"
   cmake --build "$BUILD" --target "${targets[@]}" -j "$JOBS" >"$RESULTS/build.log" 2>&1 \
     || { grep -E "error" -A3 "$RESULTS/build.log" | head -60; exit 1; }
@@ -225,6 +232,13 @@ judge() {  # name, exit status, log
 export HOROVODCPP_NCCL_TIMEOUT_SECONDS=${HOROVODCPP_NCCL_TIMEOUT_SECONDS:-60}
 
 status=0
+if [[ -x $BUILD/test/nvtx_tests ]]; then
+  log "NVTX ranges through an injection library (nvtx_tests)"
+  bounded "$BUILD/test/nvtx_tests" --gtest_filter='-NvtxRangesOff.*' >"$RESULTS/nvtx_tests.log" 2>&1 || status=1
+  HOROVODCPP_DISABLE_NVTX_RANGES=1 bounded "$BUILD/test/nvtx_tests" --gtest_filter='NvtxRangesOff.*' \
+    >>"$RESULTS/nvtx_tests.log" 2>&1 || status=1
+  grep -E "PASSED|FAILED" "$RESULTS/nvtx_tests.log" || true
+fi
 log "unit tests (CPU parts of the GPU work)"
 bounded "$BUILD/test/unit_tests" --gtest_filter='GpuOperations*:BatchedCopyPlan*:CompletionPoller*:DeviceRouting*:StagedRouting*:HostStaging*:DeviceCompletion*:Timeline*' \
   --gtest_output=xml:"$RESULTS/unit_tests.xml" >"$RESULTS/unit_tests.log" 2>&1 || status=1
@@ -244,6 +258,24 @@ if [[ -n $HAVE_GLOO ]]; then
   collective_status=${PIPESTATUS[0]}
   set -e
   judge gpu_collective_tests "$collective_status" "$RESULTS/gpu_collective_tests.log"
+  # NVTX ranges in a real Nsight Systems trace, where nsys is installed.
+  if command -v nsys >/dev/null; then
+    log "NVTX ranges in an Nsight Systems trace (nsys, NCCL at one rank)"
+    set +e
+    bounded nsys profile --trace=cuda,nvtx --force-overwrite=true --output="$RESULTS/nvtx_trace" \
+      "$BUILD/test/gpu_collective_tests" \
+      --gtest_filter='EveryCollectiveTest.AllreduceEveryOp:EveryCollectiveTest.FusedGroupWithScaleFactors' \
+      >"$RESULTS/nvtx_trace.log" 2>&1
+    nsys_status=$?
+    nsys stats --report nvtx_sum "$RESULTS/nvtx_trace.nsys-rep" >"$RESULTS/nvtx_ranges.txt" 2>&1
+    set -e
+    for range in NEGOTIATE NCCL_ALLREDUCE MEMCPY_IN_FUSION_BUFFER MEMCPY_OUT_FUSION_BUFFER; do
+      grep -q "$range" "$RESULTS/nvtx_ranges.txt" || { echo "nvtx: no $range range in the trace"; nsys_status=1; }
+    done
+    judge nvtx_trace "$nsys_status" "$RESULTS/nvtx_ranges.txt"
+  else
+    echo "== NVTX ranges NOT CHECKED in a trace: no nsys on this machine"
+  fi
   # Two ranks need two GPUs (NCCL: one rank per GPU).
   if (( $(bash test/gpu/gpu_count.sh) >= 2 )); then
     log "CUDA tensors through hvd::init at 2 ranks (hvdrun --gloo)"

@@ -413,6 +413,31 @@ TEST_P(BackendDtypeTest, SendrecvPairs) {
 INSTANTIATE_TEST_SUITE_P(AllDtypes, BackendDtypeTest, ::testing::ValuesIn(kAllDtypes),
                          dtype_param_name);
 
+// Gloo's two allreduce lanes at once (the fusion pipeline's chunks): each
+// lane's calls pair up across ranks by their own tags, whichever runs first.
+TEST(GlooBackendTest, TwoLanesAllreduceAtOnce) {
+  GlooBackend backend(g_context);
+  ASSERT_EQ(backend.capabilities().allreduce_lanes, 2);
+  const int size = topology().size, rank = topology().rank;
+  constexpr std::size_t kCount = 300000;  // several of Gloo's 1 MiB segments
+  for (int round = 0; round < 5; ++round) {
+    std::vector<float> first(kCount, static_cast<float>(rank + 1));
+    std::vector<float> second(kCount + round, static_cast<float>(2 * rank + round));
+    std::thread other([&] {
+      backend.allreduce_in_lane(second.data(), second.size(), DataType::kFloat32, ReduceOp::kSum,
+                                1);
+    });
+    backend.allreduce_in_lane(first.data(), first.size(), DataType::kFloat32, ReduceOp::kSum, 0);
+    other.join();
+    const float first_sum = static_cast<float>(size * (size + 1) / 2);
+    const float second_sum = static_cast<float>(size * (size - 1) + size * round);
+    for (std::size_t i = 0; i < kCount; i += 997) ASSERT_EQ(first[i], first_sum) << i;
+    for (std::size_t i = 0; i < second.size(); i += 997) ASSERT_EQ(second[i], second_sum) << i;
+  }
+  EXPECT_THROW(backend.allreduce_in_lane(nullptr, 0, DataType::kFloat32, ReduceOp::kSum, 2),
+               InvalidArgument);
+}
+
 TEST(GlooBackendTest, NameAndCapabilities) {
   GlooBackend backend(g_context);
   check_name_and_capabilities(backend, "gloo");
@@ -452,7 +477,58 @@ int fault_child(const std::string& scenario) {
   if (scenario.rfind("kill", 0) == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the victim is gone
   }
+  const int victim = context->topology().size - 1;
+  // The exit code for what a collective ended with.
+  const auto outcome = [&](std::exception_ptr error, double seconds) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const Error& e) {
+      const auto* failure = dynamic_cast<const RankFailure*>(&e);
+      std::fprintf(stderr, "[fault child rank %d] %s after %.2f s: %s\n", rank,
+                   failure ? "RankFailure" : "hvd::Error", seconds, e.what());
+      if (failure == nullptr || failure->ranks() != std::vector<int>{victim} ||
+          std::string(e.what()).find("rank " + std::to_string(victim) + " stopped answering") ==
+              std::string::npos) {
+        return kNotNamed;
+      }
+      return seconds < kFaultTimeoutSeconds + 5 ? kGotError : kTooLate;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[fault child rank %d] not an hvd::Error: %s\n", rank, e.what());
+      return kWrongError;
+    }
+    std::fprintf(stderr, "[fault child rank %d] the collective succeeded\n", rank);
+    return kNoError;
+  };
   const auto start = std::chrono::steady_clock::now();
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::exception_ptr error;
+  if (scenario.find("lanes") != std::string::npos) {
+    // Both allreduce lanes wait on the victim at once: each thread ends with
+    // the same RankFailure, whichever gave up on the context.
+    std::exception_ptr second_error;
+    double second_seconds = 0;
+    std::thread second([&] {
+      std::vector<float> data(1000, 1.0f);
+      try {
+        backend.allreduce_in_lane(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum, 1);
+      } catch (...) {
+        second_error = std::current_exception();
+      }
+      second_seconds = seconds();
+    });
+    std::vector<float> data(1000, 1.0f);
+    try {
+      backend.allreduce_in_lane(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum, 0);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const double first_seconds = seconds();
+    second.join();
+    const int first = outcome(error, first_seconds);
+    return first != kGotError ? first : outcome(second_error, second_seconds);
+  }
   try {
     if (scenario.find("allreduce") != std::string::npos) {
       std::vector<float> data(1000, 1.0f);
@@ -463,27 +539,12 @@ int fault_child(const std::string& scenario) {
       // From the victim: every survivor needs its data. (A broadcast from a
       // survivor may legitimately complete on ranks the victim does not feed.)
       std::vector<std::int64_t> data(10, rank);
-      backend.broadcast(data.data(), data.size(), DataType::kInt64, context->topology().size - 1);
+      backend.broadcast(data.data(), data.size(), DataType::kInt64, victim);
     }
-  } catch (const Error& e) {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const auto* failure = dynamic_cast<const RankFailure*>(&e);
-    std::fprintf(stderr, "[fault child rank %d] %s after %.2f s: %s\n", rank,
-                 failure ? "RankFailure" : "hvd::Error", seconds, e.what());
-    const int victim = context->topology().size - 1;
-    if (failure == nullptr || failure->ranks() != std::vector<int>{victim} ||
-        std::string(e.what()).find("rank " + std::to_string(victim) + " stopped answering") ==
-            std::string::npos) {
-      return kNotNamed;
-    }
-    return seconds < kFaultTimeoutSeconds + 5 ? kGotError : kTooLate;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "[fault child rank %d] not an hvd::Error: %s\n", rank, e.what());
-    return kWrongError;
+  } catch (...) {
+    error = std::current_exception();
   }
-  std::fprintf(stderr, "[fault child rank %d] the collective succeeded\n", rank);
-  return kNoError;
+  return outcome(error, seconds());
 }
 
 class FaultTest : public ::testing::TestWithParam<const char*> {};
@@ -513,7 +574,8 @@ TEST_P(FaultTest, SurvivorsThrowWithinTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, FaultTest,
                          ::testing::Values("kill_allreduce", "kill_gather", "kill_broadcast",
-                                           "hang_allreduce", "hang_gather"),
+                                           "hang_allreduce", "hang_gather", "kill_lanes",
+                                           "hang_lanes"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

@@ -561,9 +561,10 @@ TEST(Allreduce, ManyInOneCall) {
 }
 
 // A fused group of 18 MB: on a transport's own backend (noshm, two hosts)
-// it is reduced a chunk at a time (1 MiB, 4 MiB ..., 1 MiB) while the copies
-// in and out run beside it (fusion_pipeline.h); tensors straddle the
-// chunks, all are scaled.
+// it is reduced a chunk at a time (1 MiB, 4 MiB ..., 1 MiB; on Gloo two
+// chunks at once, in its two allreduce lanes) while the copies in and out
+// run beside it (fusion_pipeline.h); tensors straddle the chunks, all are
+// scaled.
 TEST(Allreduce, FusedGroupLargerThanTwoPipelineChunks) {
   const int rank = hvd::rank(), size = hvd::size();
   const std::vector<std::size_t> counts = {1500000, 2000000, 1000000, 3};

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
@@ -36,6 +38,9 @@ struct StepLog {
   FusionPipeline::Step recorder(const char* step) {
     return [this, step](std::size_t b, std::size_t e) { add(step, b, e); };
   }
+  FusionPipeline::Reduce reducer() {
+    return [this](std::size_t b, std::size_t e, int) { add("reduce", b, e); };
+  }
   std::mutex mutex;
   std::vector<std::string> steps;
 };
@@ -60,7 +65,7 @@ TEST(FusionPipeline, EachChunkIsCopiedInReducedAndCopiedOutInOrder) {
   const std::vector<std::size_t> bounds = FusionPipeline::chunk_bounds(bytes);
   StepLog log;
   FusionPipeline pipeline;
-  pipeline.run(bytes, log.recorder("in"), log.recorder("reduce"), log.recorder("out"));
+  pipeline.run(bytes, log.recorder("in"), log.reducer(), log.recorder("out"));
   const std::size_t chunks = bounds.size() - 1;
   ASSERT_EQ(log.steps.size(), 3 * chunks);
   for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
@@ -93,7 +98,10 @@ TEST(FusionPipeline, TheCallerCopiesTheFirstChunkInAndTheLastOneOut) {
     };
   };
   FusionPipeline pipeline;
-  pipeline.run(10 * kEdge, record("in"), record("reduce"), record("out"));
+  const FusionPipeline::Step reduce = record("reduce");
+  pipeline.run(
+      10 * kEdge, record("in"), [&](std::size_t b, std::size_t e, int) { reduce(b, e); },
+      record("out"));
   const std::vector<std::string> expected = {"in 0",
                                              "reduce 0",
                                              "reduce " + std::to_string(kEdge),
@@ -110,7 +118,7 @@ TEST(FusionPipeline, AFailedReductionStopsTheRunAndIsRethrown) {
   // Chunks at 0, 1, 5 and 9 MiB: the second one's reduction fails.
   EXPECT_THROW(pipeline.run(
                    10 * kEdge, record("in"),
-                   [&](std::size_t b, std::size_t e) {
+                   [&](std::size_t b, std::size_t e, int) {
                      if (b == kEdge) throw std::runtime_error("peer lost");
                      log.add("reduce", b, e);
                    },
@@ -123,7 +131,77 @@ TEST(FusionPipeline, AFailedReductionStopsTheRunAndIsRethrown) {
   }
   // The helper is free again: the next run completes.
   log.steps.clear();
-  pipeline.run(2 * kChunk, record("in"), record("reduce"), record("out"));
+  pipeline.run(2 * kChunk, record("in"), log.reducer(), record("out"));
+  EXPECT_EQ(log.steps.size(), 3 * (FusionPipeline::chunk_bounds(2 * kChunk).size() - 1));
+}
+
+// Two lanes: the even chunks reduced on the calling thread, the odd ones on
+// another, both at once (each waits here for the other to start); each
+// lane's chunks in order, each chunk copied out after its reduction.
+TEST(FusionPipeline, TwoLanesReduceTheEvenAndTheOddChunksAtOnce) {
+  const std::size_t bytes = 12 * kEdge + 8;
+  const std::vector<std::size_t> bounds = FusionPipeline::chunk_bounds(bytes);
+  const std::size_t chunks = bounds.size() - 1;
+  const std::thread::id caller = std::this_thread::get_id();
+  StepLog log;
+  std::mutex mutex;
+  std::condition_variable both;
+  int in_reduction = 0;
+  bool overlapped = false;
+  std::vector<int> lane_of(chunks, -1);
+  std::vector<bool> on_caller(chunks, false);
+  FusionPipeline pipeline;
+  pipeline.run(
+      bytes, log.recorder("in"),
+      [&](std::size_t b, std::size_t e, int lane) {
+        const std::size_t chunk =
+            static_cast<std::size_t>(std::find(bounds.begin(), bounds.end(), b) - bounds.begin());
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          lane_of[chunk] = lane;
+          on_caller[chunk] = std::this_thread::get_id() == caller;
+          ++in_reduction;
+          both.notify_all();
+          // The first two chunks wait (boundedly) for each other.
+          if (chunk < 2) {
+            overlapped |=
+                both.wait_for(lock, std::chrono::seconds(10), [&] { return in_reduction == 2; });
+          }
+        }
+        log.add("reduce", b, e);
+        std::lock_guard<std::mutex> lock(mutex);
+        --in_reduction;
+      },
+      log.recorder("out"), 2);
+  EXPECT_TRUE(overlapped) << "the first two chunks were not reduced at the same time";
+  ASSERT_EQ(log.steps.size(), 3 * chunks);
+  for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+    EXPECT_EQ(lane_of[chunk], static_cast<int>(chunk % 2)) << chunk;
+    EXPECT_EQ(on_caller[chunk], chunk % 2 == 0) << chunk;
+    EXPECT_LT(log.index_of("in", bounds[chunk]), log.index_of("reduce", bounds[chunk])) << chunk;
+    EXPECT_LT(log.index_of("reduce", bounds[chunk]), log.index_of("out", bounds[chunk])) << chunk;
+    if (chunk >= 2) {
+      EXPECT_LT(log.index_of("reduce", bounds[chunk - 2]), log.index_of("reduce", bounds[chunk]));
+    }
+  }
+}
+
+TEST(FusionPipeline, AFailureInTheSecondLaneIsRethrownAndTheNextRunCompletes) {
+  FusionPipeline pipeline;
+  StepLog log;
+  // Chunks at 0, 1, 5 and 9 MiB: the second lane's first one fails.
+  EXPECT_THROW(pipeline.run(
+                   10 * kEdge, log.recorder("in"),
+                   [&](std::size_t b, std::size_t e, int) {
+                     if (b == kEdge) throw std::runtime_error("peer lost");
+                     log.add("reduce", b, e);
+                   },
+                   log.recorder("out"), 2),
+               std::runtime_error);
+  EXPECT_EQ(log.index_of("reduce", 9 * kEdge), log.steps.size());  // the lane stopped
+  EXPECT_EQ(log.index_of("out", kEdge), log.steps.size());
+  log.steps.clear();
+  pipeline.run(2 * kChunk, log.recorder("in"), log.reducer(), log.recorder("out"), 2);
   EXPECT_EQ(log.steps.size(), 3 * (FusionPipeline::chunk_bounds(2 * kChunk).size() - 1));
 }
 
@@ -134,7 +212,7 @@ TEST(FusionPipeline, AFailedCopyIsRethrown) {
                    [](std::size_t b, std::size_t) {
                      if (b > 0) throw std::runtime_error("copy");
                    },
-                   [](std::size_t, std::size_t) {}, [](std::size_t, std::size_t) {}),
+                   [](std::size_t, std::size_t, int) {}, [](std::size_t, std::size_t) {}),
                std::runtime_error);
 }
 

@@ -45,10 +45,23 @@ BackendCapabilities GlooBackend::capabilities() const {
   capabilities.half_reduction_in_float32 = false;
   capabilities.half_as_16bit_shares = true;  // its bytes may cross hosts
   capabilities.waits_on_network = true;
+  capabilities.allreduce_lanes = 2;
   return capabilities;
 }
 
 void GlooBackend::allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) {
+  allreduce_tagged(buffer, count, dtype, op, next_tag());
+}
+
+void GlooBackend::allreduce_in_lane(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                                    int lane) {
+  HVD_CHECK(lane == 0 || lane == 1, InvalidArgument,
+            "Gloo has two allreduce lanes, not " << lane + 1);
+  allreduce_tagged(buffer, count, dtype, op, lane == 0 ? next_tag() : second_lane_tag_++);
+}
+
+void GlooBackend::allreduce_tagged(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                                   std::uint32_t tag) {
   // Validation comes first, so a bad call throws on every rank alike.
   check_backend_dtype(dtype);
   check_backend_reduce_op("Gloo", op);
@@ -66,7 +79,7 @@ void GlooBackend::allreduce(void* buffer, std::size_t count, DataType dtype, Red
       gloo::AllreduceOptions options(context_->data());
       options.setOutput(static_cast<T*>(buffer), count);
       options.setReduceFunction(reduce);
-      options.setTag(next_tag());
+      options.setTag(tag);
       gloo::allreduce(options);
     });
   });

@@ -22,6 +22,9 @@ class GlooBackend : public Backend {
   BackendCapabilities capabilities() const override;
 
   void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;
+  // Lane 1 takes its tags from a range of its own.
+  void allreduce_in_lane(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                         int lane) override;
   void allgatherv(const void* input, void* output, const std::vector<std::size_t>& counts,
                   DataType dtype) override;
   void broadcast(void* buffer, std::size_t count, DataType dtype, int root) override;
@@ -43,9 +46,12 @@ class GlooBackend : public Backend {
  private:
   // Same order of collectives on every rank: the same tag everywhere.
   std::uint32_t next_tag() { return tag_++; }
+  void allreduce_tagged(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                        std::uint32_t tag);
 
   std::shared_ptr<GlooContext> context_;
   std::uint32_t tag_ = 0;
+  std::uint32_t second_lane_tag_ = std::uint32_t{1} << 31;
 };
 
 }  // namespace hvd

@@ -289,7 +289,20 @@ std::shared_ptr<GlooContext> GlooContext::create_subset(const std::string& name,
 }
 
 void GlooContext::check_usable() const {
+  const std::lock_guard<std::mutex> lock(state_);
   if (!verdict_.empty()) throw RankFailure(verdict_, silent_);
+}
+
+std::shared_ptr<gloo::Context> GlooContext::usable(
+    const std::shared_ptr<gloo::Context>& context) const {
+  {
+    const std::lock_guard<std::mutex> lock(state_);
+    if (context) return context;
+  }
+  // Another thread is giving up (it closed the connections first): its verdict.
+  const std::lock_guard<std::mutex> wait(giving_up_);
+  check_usable();
+  throw RankFailure("Gloo: this rank gave up on its connections to the other ranks");
 }
 
 void GlooContext::fail(const char* what) {
@@ -310,6 +323,7 @@ void GlooContext::fail(const char* what) {
 
 void GlooContext::give_up(const std::string& operation, const std::string& cause,
                           const std::vector<int>& blamed, bool listen) {
+  const std::lock_guard<std::mutex> one_at_a_time(giving_up_);
   check_usable();
   const Topology& topology = options_.topology;
   if (!options_.store) throw peer_failure(operation, blamed, cause);  // a single rank
@@ -324,8 +338,11 @@ void GlooContext::give_up(const std::string& operation, const std::string& cause
     HVD_LOG(Warning) << "Gloo: cannot post this rank's notice in the store: " << e.what();
   }
   // Peers blocked on this rank now fail at once instead of at their timeout.
-  control_.reset();
-  data_.reset();
+  {
+    const std::lock_guard<std::mutex> lock(state_);
+    control_.reset();
+    data_.reset();
+  }
   const auto deadline = std::chrono::steady_clock::now() + roll_call_window(options_.timeout);
   for (int r = 0; listen && r < topology.size; ++r) {
     if (r == topology.rank) continue;
@@ -340,9 +357,13 @@ void GlooContext::give_up(const std::string& operation, const std::string& cause
       named.insert(members_[static_cast<std::size_t>(r)]);  // no notice (or no store)
     }
   }
-  silent_.assign(named.begin(), named.end());
-  const RankFailure failure = peer_failure(operation, silent_, cause);
-  verdict_ = failure.what();
+  const std::vector<int> silent(named.begin(), named.end());
+  const RankFailure failure = peer_failure(operation, silent, cause);
+  {
+    const std::lock_guard<std::mutex> lock(state_);
+    silent_ = silent;
+    verdict_ = failure.what();
+  }
   throw failure;
 }
 

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -89,8 +90,11 @@ class GlooContext {
   std::string listen_address() const;
   const std::string& prefix() const { return prefix_; }
   // Negotiation and data move on separate contexts so they never interfere.
-  const std::shared_ptr<gloo::Context>& control() const { return control_; }
-  const std::shared_ptr<gloo::Context>& data() const { return data_; }
+  // Two threads may run collectives on data() at once (the Gloo backend's
+  // allreduce lanes): once one of them has given up on the context, these
+  // throw the RankFailure it ends with.
+  std::shared_ptr<gloo::Context> control() const { return usable(control_); }
+  std::shared_ptr<gloo::Context> data() const { return usable(data_); }
 
   // Runs `fn`, a collective on control() or data() (`what` names it in
   // errors), and turns whatever Gloo throws into an hvd::Error. A lost
@@ -117,12 +121,19 @@ class GlooContext {
 
   [[noreturn]] void fail(const char* what);
   void check_usable() const;
+  // `context` if this context was not given up on; else, once the thread
+  // giving up is done, its RankFailure.
+  std::shared_ptr<gloo::Context> usable(const std::shared_ptr<gloo::Context>& context) const;
 
   GlooOptions options_;
   std::string prefix_;
   std::vector<int> members_;  // the job rank of each rank of this context
-  std::string verdict_;       // the error message, once given up
-  std::vector<int> silent_;   // the ranks it named
+  // give_up() holds giving_up_ throughout; state_ guards verdict_, silent_,
+  // control_ and data_.
+  mutable std::mutex giving_up_;
+  mutable std::mutex state_;
+  std::string verdict_;      // the error message, once given up
+  std::vector<int> silent_;  // the ranks it named
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> control_;
   std::shared_ptr<gloo::Context> data_;

@@ -77,6 +77,12 @@ void ShmBackend::allreduce(void* buffer, std::size_t count, DataType dtype, Redu
   allreduce_scaled(buffer, count, dtype, op, 1.0, 1.0);  // scaling by 1 is skipped
 }
 
+void ShmBackend::allreduce_in_lane(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                                   int lane) {
+  if (!active()) return inner_->allreduce_in_lane(buffer, count, dtype, op, lane);
+  Backend::allreduce_in_lane(buffer, count, dtype, op, lane);
+}
+
 void ShmBackend::allreduce_scaled(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
                                   double divisor, double factor) {
   check_backend_dtype(dtype);

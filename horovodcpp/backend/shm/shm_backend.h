@@ -58,6 +58,9 @@ class ShmBackend : public ForwardingBackend {
   BackendCapabilities capabilities() const override;
 
   void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) override;
+  // Inactive, the inner backend's lanes (its capabilities are this one's).
+  void allreduce_in_lane(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                         int lane) override;
   // Each rank scales its share of a chunk right after reducing it, in cache.
   void allreduce_scaled(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
                         double divisor, double factor) override;

@@ -31,6 +31,10 @@ struct BackendCapabilities {
   // True if reducescatter leaves its `buffer` as it was: the core then
   // reduces the caller's tensor itself instead of a copy.
   bool reducescatter_keeps_input = false;
+  // How many allreduces may run at once, each in its own lane
+  // (allreduce_in_lane): a fused allreduce then keeps that many chunks on
+  // the network, so the link does not idle while one chunk's ring drains.
+  int allreduce_lanes = 1;
 };
 
 // What every sendrecv checks before communicating: `peer` is a rank of the
@@ -82,6 +86,14 @@ class Backend {
   // In-place allreduce of `count` elements. `op` is Sum, Min, Max or
   // Product (the core turns Average into Sum plus a division).
   virtual void allreduce(void* buffer, std::size_t count, DataType dtype, ReduceOp op) = 0;
+  // allreduce from lane `lane` (< capabilities().allreduce_lanes), which
+  // may run while another lane's does: each lane's calls come in the same
+  // order on every rank. By default there is one lane.
+  virtual void allreduce_in_lane(void* buffer, std::size_t count, DataType dtype, ReduceOp op,
+                                 int lane) {
+    HVD_CHECK(lane == 0, InvalidArgument, "the " << name() << " backend has one allreduce lane");
+    allreduce(buffer, count, dtype, op);
+  }
   // allreduce, then every element of the result scaled by factor / divisor
   // as scale_in_place does (Average, postscale).
   // A backend that can scale while the data is in its cache overrides this

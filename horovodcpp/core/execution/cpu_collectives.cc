@@ -226,8 +226,8 @@ void CpuCollectives::allreduce_pipelined(const std::vector<const TensorEntry*>& 
                                buffer + to, bytes / element_size, 1.0, request.prescale_factor);
                   });
   };
-  const auto reduce = [&](std::size_t begin, std::size_t end) {
-    backend_.allreduce(buffer + begin, (end - begin) / element_size, dtype, op);
+  const auto reduce = [&](std::size_t begin, std::size_t end, int lane) {
+    backend_.allreduce_in_lane(buffer + begin, (end - begin) / element_size, dtype, op, lane);
   };
   const auto copy_out = [&](std::size_t begin, std::size_t end) {
     for_each_part(
@@ -237,8 +237,8 @@ void CpuCollectives::allreduce_pipelined(const std::vector<const TensorEntry*>& 
                      bytes / element_size, divisor, request.postscale_factor);
         });
   };
-  const FusionPipeline::Times times =
-      pipeline_.run(total * element_size, copy_in, reduce, copy_out);
+  const FusionPipeline::Times times = pipeline_.run(total * element_size, copy_in, reduce, copy_out,
+                                                    backend_.capabilities().allreduce_lanes);
   // The copies that were not hidden: before the first chunk's reduction and
   // after the last one's.
   if (traced) trace_fused(group, t0, times.first_copied_in, times.last_reduced);

@@ -11,6 +11,7 @@ FusionPipeline::~FusionPipeline() {
   }
   changed_.notify_all();
   if (helper_.joinable()) helper_.join();
+  if (second_lane_.joinable()) second_lane_.join();
 }
 
 std::vector<std::size_t> FusionPipeline::chunk_bounds(std::size_t bytes) {
@@ -26,7 +27,7 @@ std::vector<std::size_t> FusionPipeline::chunk_bounds(std::size_t bytes) {
 }
 
 FusionPipeline::Times FusionPipeline::run(std::size_t bytes, const Step& copy_in,
-                                          const Step& reduce, const Step& copy_out) {
+                                          const Reduce& reduce, const Step& copy_out, int lanes) {
   Times times;
   std::vector<std::size_t> bounds = chunk_bounds(bytes);
   copy_in(bounds[0], bounds[1]);
@@ -35,18 +36,33 @@ FusionPipeline::Times FusionPipeline::run(std::size_t bytes, const Step& copy_in
     std::lock_guard<std::mutex> lock(mutex_);
     bounds_ = std::move(bounds);
     copied_in_ = 1;
-    reduced_ = 0;
+    reduced_.assign(chunks(), 0);
     failed_ = false;
-    helper_error_ = nullptr;
+    error_ = nullptr;
     copy_in_ = &copy_in;
+    reduce_ = &reduce;
     copy_out_ = &copy_out;
+    lanes_ = chunks() > 1 && lanes > 1 ? 2 : 1;
     running_ = true;
+    second_lane_running_ = lanes_ == 2;
     if (!helper_.joinable()) helper_ = std::thread([this] { help(); });
+    if (lanes_ == 2 && !second_lane_.joinable()) {
+      second_lane_ = std::thread([this] { run_second_lane(); });
+    }
   }
   changed_.notify_all();
   std::exception_ptr error;
   try {
-    times.last_reduced = reduce_chunks(reduce, copy_out);
+    reduce_lane(0);
+    const std::size_t last = chunks() - 1;
+    bool reduced = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return reduced_[last] || failed_; });
+      reduced = !failed_;
+    }
+    times.last_reduced = Clock::now();
+    if (reduced) copy_out(bounds_[last], bounds_[last + 1]);
   } catch (...) {
     error = std::current_exception();
   }
@@ -54,31 +70,52 @@ FusionPipeline::Times FusionPipeline::run(std::size_t bytes, const Step& copy_in
     std::unique_lock<std::mutex> lock(mutex_);
     if (error) failed_ = true;
     changed_.notify_all();
-    changed_.wait(lock, [&] { return !running_; });
-    if (!error) error = helper_error_;
+    changed_.wait(lock, [&] { return !running_ && !second_lane_running_; });
+    if (!error) error = error_;
   }
   if (error) std::rethrow_exception(error);
   return times;
 }
 
-FusionPipeline::Clock::time_point FusionPipeline::reduce_chunks(const Step& reduce,
-                                                                const Step& copy_out) {
-  for (std::size_t chunk = 0; chunk < chunks(); ++chunk) {
+void FusionPipeline::reduce_lane(int lane) {
+  for (std::size_t chunk = static_cast<std::size_t>(lane); chunk < chunks();
+       chunk += static_cast<std::size_t>(lanes_)) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock, [&] { return copied_in_ > chunk || failed_; });
-      if (failed_) return Clock::now();  // the helper's error is rethrown
+      if (failed_) return;  // the other thread's error is rethrown
     }
-    reduce(bounds_[chunk], bounds_[chunk + 1]);
+    (*reduce_)(bounds_[chunk], bounds_[chunk + 1], lane);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      reduced_ = chunk + 1;
+      reduced_[chunk] = 1;
     }
     changed_.notify_all();
   }
-  const Clock::time_point last_reduced = Clock::now();
-  copy_out(bounds_[chunks() - 1], bounds_[chunks()]);
-  return last_reduced;
+}
+
+void FusionPipeline::fail_with(std::exception_ptr error) {
+  if (!error_) error_ = std::move(error);
+  failed_ = true;
+}
+
+void FusionPipeline::run_second_lane() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || second_lane_running_; });
+    if (stopping_) return;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      reduce_lane(1);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    if (error) fail_with(error);
+    second_lane_running_ = false;
+    changed_.notify_all();
+  }
 }
 
 void FusionPipeline::help() {
@@ -109,7 +146,7 @@ bool FusionPipeline::copy_chunks() {
     for (std::size_t chunk = 0; chunk + 1 < chunks(); ++chunk) {
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        changed_.wait(lock, [&] { return reduced_ > chunk || failed_; });
+        changed_.wait(lock, [&] { return reduced_[chunk] || failed_; });
         if (failed_) return false;
       }
       (*copy_out_)(bounds_[chunk], bounds_[chunk + 1]);
@@ -117,8 +154,7 @@ bool FusionPipeline::copy_chunks() {
     return true;
   } catch (...) {
     std::lock_guard<std::mutex> lock(mutex_);
-    helper_error_ = std::current_exception();
-    failed_ = true;
+    fail_with(std::current_exception());
     changed_.notify_all();
     return false;
   }

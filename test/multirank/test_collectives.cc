@@ -561,34 +561,38 @@ TEST(Allreduce, ManyInOneCall) {
 }
 
 // A fused group of 18 MB: on a transport's own backend (noshm, two hosts)
-// it is reduced a chunk at a time (1 MiB, 4 MiB ..., 1 MiB; on Gloo two
-// chunks at once, in its two allreduce lanes) while the copies in and out
-// run beside it (fusion_pipeline.h); tensors straddle the chunks, all are
-// scaled.
+// it is reduced a chunk at a time (on Gloo two chunks at once, in its two
+// allreduce lanes) while the copies in and out run beside it
+// (fusion_pipeline.h); without a prescale the large tensors, in place, are
+// reduced in their own memory (fused_layout.h). All are scaled.
 TEST(Allreduce, FusedGroupLargerThanTwoPipelineChunks) {
   const int rank = hvd::rank(), size = hvd::size();
   const std::vector<std::size_t> counts = {1500000, 2000000, 1000000, 3};
-  std::vector<std::vector<float>> tensors(counts.size());
-  std::vector<hvd::TensorView> views;
-  std::vector<std::string> names;
-  for (std::size_t t = 0; t < counts.size(); ++t) {
-    tensors[t].resize(counts[t]);
-    // Small integers: every sum is exact in float32.
-    for (std::size_t i = 0; i < counts[t]; ++i) {
-      tensors[t][i] = static_cast<float>((i + 3 * t) % 1000 + rank);
+  for (const double prescale : {2.0, 1.0}) {
+    std::vector<std::vector<float>> tensors(counts.size());
+    std::vector<hvd::TensorView> views;
+    std::vector<std::string> names;
+    for (std::size_t t = 0; t < counts.size(); ++t) {
+      tensors[t].resize(counts[t]);
+      // Small integers: every sum is exact in float32.
+      for (std::size_t i = 0; i < counts[t]; ++i) {
+        tensors[t][i] = static_cast<float>((i + 3 * t) % 1000 + rank);
+      }
+      views.push_back(hvd::view(tensors[t]));
+      names.push_back("pipelined." + std::to_string(prescale) + "." + std::to_string(t));
     }
-    views.push_back(hvd::view(tensors[t]));
-    names.push_back("pipelined." + std::to_string(t));
-  }
-  std::vector<Work> works = hvd::allreduce_async_many(views, names, ReduceOp::kSum, 2.0, 0.5);
-  for (std::size_t t = 0; t < counts.size(); ++t) {
-    if (!wait_ok(works[t], names[t])) continue;
-    std::size_t wrong = 0, first_wrong = 0;
-    for (std::size_t i = 0; i < counts[t]; ++i) {
-      const float want = static_cast<float>(size * ((i + 3 * t) % 1000) + size * (size - 1) / 2);
-      if (tensors[t][i] != want && wrong++ == 0) first_wrong = i;
+    std::vector<Work> works =
+        hvd::allreduce_async_many(views, names, ReduceOp::kSum, prescale, 0.5);
+    for (std::size_t t = 0; t < counts.size(); ++t) {
+      if (!wait_ok(works[t], names[t])) continue;
+      std::size_t wrong = 0, first_wrong = 0;
+      for (std::size_t i = 0; i < counts[t]; ++i) {
+        const float sum = static_cast<float>(size * ((i + 3 * t) % 1000) + size * (size - 1) / 2);
+        const float want = static_cast<float>(prescale * 0.5) * sum;
+        if (tensors[t][i] != want && wrong++ == 0) first_wrong = i;
+      }
+      EXPECT_EQ(wrong, 0u) << names[t] << ": first wrong element " << first_wrong;
     }
-    EXPECT_EQ(wrong, 0u) << names[t] << ": first wrong element " << first_wrong;
   }
 }
 

@@ -217,7 +217,7 @@ TEST(FusionPipeline, AFailedCopyIsRethrown) {
 }
 
 // Two ranks holding the same data, over a network: the sum is twice the
-// input. Records the chunks it is given.
+// input. Records the chunks it is given, and where.
 class NetworkBackend : public Backend {
  public:
   const char* name() const override { return "network"; }
@@ -232,6 +232,7 @@ class NetworkBackend : public Backend {
     float* data = static_cast<float*>(buffer);
     for (std::size_t i = 0; i < count; ++i) data[i] *= 2;
     counts.push_back(count);
+    buffers.push_back(data);
   }
   void allgatherv(const void*, void*, const std::vector<std::size_t>&, DataType) override {}
   void broadcast(void*, std::size_t, DataType, int) override {}
@@ -239,16 +240,19 @@ class NetworkBackend : public Backend {
                  const std::vector<std::size_t>&, DataType) override {}
   void reducescatter(void*, void*, const std::vector<std::size_t>&, DataType, ReduceOp) override {}
   std::vector<std::size_t> counts;
+  std::vector<const float*> buffers;
 };
 
-TEST(FusionPipeline, AFusedAllreduceAcrossChunksGivesEveryTensorItsResult) {
-  NetworkBackend backend;
+// A fused Average of tensors of `sizes` floats (the second in place, the
+// others not), scaled by `prescale` and 0.5, through CpuCollectives on
+// NetworkBackend: checks every result and returns the tensors' memory.
+std::vector<std::vector<float>> fused_average(NetworkBackend& backend,
+                                              const std::vector<std::size_t>& sizes,
+                                              double prescale) {
   Topology topology;
   topology.size = 2;
   ExecutionTrace trace(nullptr, "network");
   CpuCollectives collectives(backend, topology, trace);
-  // Tensors that straddle chunk boundaries: 18 MB in all, one in place.
-  const std::vector<std::size_t> sizes = {1500000, 2000000, 1000000, 3};
   std::vector<std::vector<float>> inputs, outputs;
   std::vector<TensorEntry> entries(sizes.size());
   std::vector<const TensorEntry*> group;
@@ -259,7 +263,7 @@ TEST(FusionPipeline, AFusedAllreduceAcrossChunksGivesEveryTensorItsResult) {
     Request& request = entries[t].request;
     request.name = "t" + std::to_string(t);
     request.reduce_op = ReduceOp::kAverage;
-    request.prescale_factor = 3.0;
+    request.prescale_factor = prescale;
     request.postscale_factor = 0.5;
     request.shape = {static_cast<std::int64_t>(sizes[t])};
     entries[t].input = TensorView(inputs[t].data(), DataType::kFloat32, request.shape);
@@ -270,21 +274,60 @@ TEST(FusionPipeline, AFusedAllreduceAcrossChunksGivesEveryTensorItsResult) {
   Response response;
   std::vector<std::int64_t> splits;
   collectives.run(response, group, splits);
-
-  // 4.5 M floats: 1 MiB, three chunks, the rest (3.3 MB), 1 MiB.
-  const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
-  const std::size_t edge = kEdge / sizeof(float), chunk = kChunk / sizeof(float);
-  const std::vector<std::size_t> expected_counts = {
-      edge, chunk, chunk, chunk, total - 2 * edge - 3 * chunk, edge};
-  EXPECT_EQ(backend.counts, expected_counts);
   for (std::size_t t = 0; t < sizes.size(); ++t) {
     const std::vector<float>& result = t == 1 ? inputs[t] : outputs[t];
     for (std::size_t i = 0; i < sizes[t]; ++i) {
-      // (x * 3) summed over 2 ranks, averaged, times 0.5: 1.5 x.
+      // (x * prescale) summed over 2 ranks, averaged, times 0.5.
       const float x = static_cast<float>(t * 10) + static_cast<float>(i);
-      ASSERT_FLOAT_EQ(result[i], 1.5f * x) << "tensor " << t << " element " << i;
+      const float want = static_cast<float>(prescale * 0.5) * x;
+      if (result[i] != want) {
+        ADD_FAILURE() << "tensor " << t << " element " << i << ": " << result[i] << ", not "
+                      << want;
+        break;
+      }
     }
   }
+  inputs[0] = std::move(outputs[0]);  // what holds each tensor's result
+  for (std::size_t t = 2; t < sizes.size(); ++t) inputs[t] = std::move(outputs[t]);
+  return inputs;
+}
+
+// 18 MB of tensors, one small: the small one is packed first, each large
+// one follows with chunks of its own (1 MiB edges, the middle; the 4 MB
+// one is a single chunk).
+const std::vector<std::size_t> kSizes = {1500000, 2000000, 1000000, 3};
+constexpr std::size_t kEdgeFloats = kEdge / sizeof(float);
+const std::vector<std::size_t> kChunkCounts = {3,           kEdgeFloats, 1500000 - 2 * kEdgeFloats,
+                                               kEdgeFloats, kEdgeFloats, 2000000 - 2 * kEdgeFloats,
+                                               kEdgeFloats, 1000000};
+
+TEST(FusionPipeline, AFusedAllreduceGivesEveryTensorItsResult) {
+  NetworkBackend backend;
+  fused_average(backend, kSizes, 3.0);
+  EXPECT_EQ(backend.counts, kChunkCounts);
+}
+
+// In place and without a prescale, a large tensor is reduced in its own
+// memory, not in the fusion buffer; the others still go through it.
+TEST(FusionPipeline, ALargeTensorInPlaceIsReducedInItsOwnMemory) {
+  NetworkBackend backend;
+  const std::vector<std::vector<float>> tensors = fused_average(backend, kSizes, 1.0);
+  ASSERT_EQ(backend.counts, kChunkCounts);
+  const float* in_place = tensors[1].data();
+  EXPECT_EQ(backend.buffers[4], in_place);
+  EXPECT_EQ(backend.buffers[5], in_place + kEdgeFloats);
+  EXPECT_EQ(backend.buffers[6], in_place + 2000000 - kEdgeFloats);
+  for (const std::size_t chunk : {0, 1, 2, 3, 7}) {
+    for (const auto& tensor : tensors) {
+      EXPECT_FALSE(backend.buffers[chunk] >= tensor.data() &&
+                   backend.buffers[chunk] < tensor.data() + tensor.size())
+          << "chunk " << chunk << " was reduced in a tensor that is not in place";
+    }
+  }
+  // Prescaled, nothing is reduced in place.
+  NetworkBackend prescaled;
+  const std::vector<std::vector<float>> copied = fused_average(prescaled, kSizes, 3.0);
+  EXPECT_NE(prescaled.buffers[4], copied[1].data());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <memory>
 #include <numeric>
 
+#include "core/execution/fused_layout.h"
 #include "core/execution/half_shares.h"
 #include "core/execution/reduction.h"
 
@@ -170,7 +171,7 @@ void CpuCollectives::allreduce(const std::vector<const TensorEntry*>& group) {
   unsigned char* buffer = fusion_buffer_.data();
   if (op != ReduceOp::kAdasum && !as_half_shares(dtype, op, total) &&
       backend_.capabilities().waits_on_network && FusionPipeline::worth_it(total * element_size)) {
-    return allreduce_pipelined(group, buffer, total, op, divisor);
+    return allreduce_pipelined(group, buffer, op, divisor);
   }
   const auto t0 = ExecutionTrace::now_if(traced);
   std::size_t offset = 0;
@@ -191,53 +192,42 @@ void CpuCollectives::allreduce(const std::vector<const TensorEntry*>& group) {
   if (traced) trace_fused(group, t0, t1, t2);
 }
 
-namespace {
-
-// fn(entry, byte offset in the entry, byte offset in the buffer, bytes) for
-// each tensor's part of the packed bytes [begin, end) of `group`.
-template <typename Fn>
-void for_each_part(const std::vector<const TensorEntry*>& group, std::size_t element_size,
-                   std::size_t begin, std::size_t end, Fn fn) {
-  std::size_t offset = 0;
-  for (const TensorEntry* entry : group) {
-    if (offset >= end) return;
-    const std::size_t bytes = entry->input.num_elements() * element_size;
-    const std::size_t from = std::max(begin, offset);
-    const std::size_t to = std::min(end, offset + bytes);
-    if (from < to) fn(*entry, from - offset, from, to - from);
-    offset += bytes;
-  }
-}
-
-}  // namespace
-
 void CpuCollectives::allreduce_pipelined(const std::vector<const TensorEntry*>& group,
-                                         unsigned char* buffer, std::size_t total, ReduceOp op,
-                                         double divisor) {
+                                         unsigned char* buffer, ReduceOp op, double divisor) {
   const Request& request = group.front()->request;
   const DataType dtype = request.dtype;
   const std::size_t element_size = dtype_size(dtype);
   const bool traced = trace_.active();
   const auto t0 = TimelineClock::now();
+  // Tensors reduced in their own memory skip the copies; their Average
+  // and postscale come in place instead of on the way out.
+  const FusedLayout layout(group, element_size);
   const auto copy_in = [&](std::size_t begin, std::size_t end) {
-    for_each_part(group, element_size, begin, end,
-                  [&](const TensorEntry& entry, std::size_t at, std::size_t to, std::size_t bytes) {
-                    scale_copy(dtype, static_cast<const unsigned char*>(entry.input.data) + at,
-                               buffer + to, bytes / element_size, 1.0, request.prescale_factor);
-                  });
-  };
-  const auto reduce = [&](std::size_t begin, std::size_t end, int lane) {
-    backend_.allreduce_in_lane(buffer + begin, (end - begin) / element_size, dtype, op, lane);
-  };
-  const auto copy_out = [&](std::size_t begin, std::size_t end) {
-    for_each_part(
-        group, element_size, begin, end,
-        [&](const TensorEntry& entry, std::size_t at, std::size_t from, std::size_t bytes) {
-          scale_copy(dtype, buffer + from, static_cast<unsigned char*>(entry.output.data) + at,
-                     bytes / element_size, divisor, request.postscale_factor);
+    layout.for_each_part(
+        begin, end, [&](const FusedLayout::Part& part, std::size_t at, std::size_t bytes) {
+          if (part.in_own_memory) return;
+          scale_copy(dtype, static_cast<const unsigned char*>(part.entry->input.data) + at,
+                     buffer + part.offset + at, bytes / element_size, 1.0, request.prescale_factor);
         });
   };
-  const FusionPipeline::Times times = pipeline_.run(total * element_size, copy_in, reduce, copy_out,
+  const auto reduce = [&](std::size_t begin, std::size_t end, int lane) {
+    backend_.allreduce_in_lane(layout.reduced_at(begin, buffer), (end - begin) / element_size,
+                               dtype, op, lane);
+  };
+  const auto copy_out = [&](std::size_t begin, std::size_t end) {
+    layout.for_each_part(
+        begin, end, [&](const FusedLayout::Part& part, std::size_t at, std::size_t bytes) {
+          auto* output = static_cast<unsigned char*>(part.entry->output.data) + at;
+          const std::size_t count = bytes / element_size;
+          if (part.in_own_memory) {
+            scale_in_place(dtype, output, count, divisor, request.postscale_factor);
+          } else {
+            scale_copy(dtype, buffer + part.offset + at, output, count, divisor,
+                       request.postscale_factor);
+          }
+        });
+  };
+  const FusionPipeline::Times times = pipeline_.run(layout.bounds(), copy_in, reduce, copy_out,
                                                     backend_.capabilities().allreduce_lanes);
   // The copies that were not hidden: before the first chunk's reduction and
   // after the last one's.

@@ -46,10 +46,10 @@ class CpuCollectives {
   // and scale factors): packed into the fusion buffer when it has several.
   void allreduce(const std::vector<const TensorEntry*>& group);
   // The same with the copies in and out overlapping the backend's
-  // transfers, a chunk at a time (fusion_pipeline.h).
-  // `total`: the group's elements.
+  // transfers, a chunk at a time (fusion_pipeline.h), and large tensors
+  // reduced in place in their own memory (fused_layout.h).
   void allreduce_pipelined(const std::vector<const TensorEntry*>& group, unsigned char* buffer,
-                           std::size_t total, ReduceOp op, double divisor);
+                           ReduceOp op, double divisor);
   // The reduction itself on the group's elements packed in `buffer`: the
   // backend's allreduce, or Adasum with coefficients per tensor.
   void reduce_packed(const std::vector<const TensorEntry*>& group, void* buffer, DataType dtype,

@@ -26,10 +26,9 @@ std::vector<std::size_t> FusionPipeline::chunk_bounds(std::size_t bytes) {
   return bounds;
 }
 
-FusionPipeline::Times FusionPipeline::run(std::size_t bytes, const Step& copy_in,
+FusionPipeline::Times FusionPipeline::run(std::vector<std::size_t> bounds, const Step& copy_in,
                                           const Reduce& reduce, const Step& copy_out, int lanes) {
   Times times;
-  std::vector<std::size_t> bounds = chunk_bounds(bytes);
   copy_in(bounds[0], bounds[1]);
   times.first_copied_in = Clock::now();
   {

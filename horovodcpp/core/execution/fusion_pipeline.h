@@ -60,7 +60,12 @@ class FusionPipeline {
   // after it are left alone and the exception is rethrown here. `lanes`
   // above 2 are taken as 2.
   Times run(std::size_t bytes, const Step& copy_in, const Reduce& reduce, const Step& copy_out,
-            int lanes = 1);
+            int lanes = 1) {
+    return run(chunk_bounds(bytes), copy_in, reduce, copy_out, lanes);
+  }
+  // The same on chunks of the caller's: `bounds` as chunk_bounds returns.
+  Times run(std::vector<std::size_t> bounds, const Step& copy_in, const Reduce& reduce,
+            const Step& copy_out, int lanes = 1);
 
  private:
   void help();

@@ -65,7 +65,7 @@ TEST(FusionPipeline, EachChunkIsCopiedInReducedAndCopiedOutInOrder) {
   const std::vector<std::size_t> bounds = FusionPipeline::chunk_bounds(bytes);
   StepLog log;
   FusionPipeline pipeline;
-  pipeline.run(bytes, log.recorder("in"), log.reducer(), log.recorder("out"));
+  pipeline.run(bounds, log.recorder("in"), log.reducer(), log.recorder("out"));
   const std::size_t chunks = bounds.size() - 1;
   ASSERT_EQ(log.steps.size(), 3 * chunks);
   for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
@@ -100,8 +100,8 @@ TEST(FusionPipeline, TheCallerCopiesTheFirstChunkInAndTheLastOneOut) {
   FusionPipeline pipeline;
   const FusionPipeline::Step reduce = record("reduce");
   pipeline.run(
-      10 * kEdge, record("in"), [&](std::size_t b, std::size_t e, int) { reduce(b, e); },
-      record("out"));
+      FusionPipeline::chunk_bounds(10 * kEdge), record("in"),
+      [&](std::size_t b, std::size_t e, int) { reduce(b, e); }, record("out"));
   const std::vector<std::string> expected = {"in 0",
                                              "reduce 0",
                                              "reduce " + std::to_string(kEdge),
@@ -117,7 +117,7 @@ TEST(FusionPipeline, AFailedReductionStopsTheRunAndIsRethrown) {
   const auto record = [&](const char* step) { return log.recorder(step); };
   // Chunks at 0, 1, 5 and 9 MiB: the second one's reduction fails.
   EXPECT_THROW(pipeline.run(
-                   10 * kEdge, record("in"),
+                   FusionPipeline::chunk_bounds(10 * kEdge), record("in"),
                    [&](std::size_t b, std::size_t e, int) {
                      if (b == kEdge) throw std::runtime_error("peer lost");
                      log.add("reduce", b, e);
@@ -131,7 +131,8 @@ TEST(FusionPipeline, AFailedReductionStopsTheRunAndIsRethrown) {
   }
   // The helper is free again: the next run completes.
   log.steps.clear();
-  pipeline.run(2 * kChunk, record("in"), log.reducer(), record("out"));
+  pipeline.run(FusionPipeline::chunk_bounds(2 * kChunk), record("in"), log.reducer(),
+               record("out"));
   EXPECT_EQ(log.steps.size(), 3 * (FusionPipeline::chunk_bounds(2 * kChunk).size() - 1));
 }
 
@@ -146,13 +147,13 @@ TEST(FusionPipeline, TwoLanesReduceTheEvenAndTheOddChunksAtOnce) {
   StepLog log;
   std::mutex mutex;
   std::condition_variable both;
-  int in_reduction = 0;
-  bool overlapped = false;
+  int first_two_in = 0;   // of chunks 0 and 1, how many entered their reduction
+  int first_two_met = 0;  // how many saw the other one in its reduction too
   std::vector<int> lane_of(chunks, -1);
   std::vector<bool> on_caller(chunks, false);
   FusionPipeline pipeline;
   pipeline.run(
-      bytes, log.recorder("in"),
+      bounds, log.recorder("in"),
       [&](std::size_t b, std::size_t e, int lane) {
         const std::size_t chunk =
             static_cast<std::size_t>(std::find(bounds.begin(), bounds.end(), b) - bounds.begin());
@@ -160,20 +161,20 @@ TEST(FusionPipeline, TwoLanesReduceTheEvenAndTheOddChunksAtOnce) {
           std::unique_lock<std::mutex> lock(mutex);
           lane_of[chunk] = lane;
           on_caller[chunk] = std::this_thread::get_id() == caller;
-          ++in_reduction;
-          both.notify_all();
-          // The first two chunks wait (boundedly) for each other.
+          // The first two chunks wait (boundedly) for each other: neither
+          // ends its reduction before the other has begun its own.
           if (chunk < 2) {
-            overlapped |=
-                both.wait_for(lock, std::chrono::seconds(10), [&] { return in_reduction == 2; });
+            ++first_two_in;
+            both.notify_all();
+            if (both.wait_for(lock, std::chrono::seconds(10), [&] { return first_two_in == 2; })) {
+              ++first_two_met;
+            }
           }
         }
         log.add("reduce", b, e);
-        std::lock_guard<std::mutex> lock(mutex);
-        --in_reduction;
       },
       log.recorder("out"), 2);
-  EXPECT_TRUE(overlapped) << "the first two chunks were not reduced at the same time";
+  EXPECT_EQ(first_two_met, 2) << "the first two chunks were not reduced at the same time";
   ASSERT_EQ(log.steps.size(), 3 * chunks);
   for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
     EXPECT_EQ(lane_of[chunk], static_cast<int>(chunk % 2)) << chunk;
@@ -191,7 +192,7 @@ TEST(FusionPipeline, AFailureInTheSecondLaneIsRethrownAndTheNextRunCompletes) {
   StepLog log;
   // Chunks at 0, 1, 5 and 9 MiB: the second lane's first one fails.
   EXPECT_THROW(pipeline.run(
-                   10 * kEdge, log.recorder("in"),
+                   FusionPipeline::chunk_bounds(10 * kEdge), log.recorder("in"),
                    [&](std::size_t b, std::size_t e, int) {
                      if (b == kEdge) throw std::runtime_error("peer lost");
                      log.add("reduce", b, e);
@@ -201,14 +202,15 @@ TEST(FusionPipeline, AFailureInTheSecondLaneIsRethrownAndTheNextRunCompletes) {
   EXPECT_EQ(log.index_of("reduce", 9 * kEdge), log.steps.size());  // the lane stopped
   EXPECT_EQ(log.index_of("out", kEdge), log.steps.size());
   log.steps.clear();
-  pipeline.run(2 * kChunk, log.recorder("in"), log.reducer(), log.recorder("out"), 2);
+  pipeline.run(FusionPipeline::chunk_bounds(2 * kChunk), log.recorder("in"), log.reducer(),
+               log.recorder("out"), 2);
   EXPECT_EQ(log.steps.size(), 3 * (FusionPipeline::chunk_bounds(2 * kChunk).size() - 1));
 }
 
 TEST(FusionPipeline, AFailedCopyIsRethrown) {
   FusionPipeline pipeline;
   EXPECT_THROW(pipeline.run(
-                   2 * kChunk,
+                   FusionPipeline::chunk_bounds(2 * kChunk),
                    [](std::size_t b, std::size_t) {
                      if (b > 0) throw std::runtime_error("copy");
                    },

@@ -51,7 +51,8 @@ class FusionPipeline {
   FusionPipeline(const FusionPipeline&) = delete;
   FusionPipeline& operator=(const FusionPipeline&) = delete;
 
-  // copy_in on every chunk of `bytes`, in order: the first on this thread,
+  // copy_in on every chunk of `bounds` (chunk_bounds of a buffer, or cut
+  // alike: bounds[i] to bounds[i + 1]), in order: the first on this thread,
   // the others on the helper; reduce on each chunk once it is in: with one
   // lane all on this thread, with two the even chunks on this thread and
   // the odd ones on a thread of the second lane, at the same time; copy_out
@@ -59,11 +60,6 @@ class FusionPipeline {
   // helper. Returns once every chunk is out. If a step throws, the chunks
   // after it are left alone and the exception is rethrown here. `lanes`
   // above 2 are taken as 2.
-  Times run(std::size_t bytes, const Step& copy_in, const Reduce& reduce, const Step& copy_out,
-            int lanes = 1) {
-    return run(chunk_bounds(bytes), copy_in, reduce, copy_out, lanes);
-  }
-  // The same on chunks of the caller's: `bounds` as chunk_bounds returns.
   Times run(std::vector<std::size_t> bounds, const Step& copy_in, const Reduce& reduce,
             const Step& copy_out, int lanes = 1);
 

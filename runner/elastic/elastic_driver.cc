@@ -202,12 +202,14 @@ void ElasticDriver::stop_left_out(const std::vector<Slot>& next, Clock::time_poi
   }
 }
 
+// The plan orders members by who holds the state, which shifts while a
+// round's ranks join one by one: a new order alone is no reason for a round.
 bool ElasticDriver::differs(const std::vector<Slot>& next) const {
   if (next.size() != members_.size()) return true;
-  for (std::size_t i = 0; i < next.size(); ++i) {
-    if (next[i].worker != static_cast<long long>(members_[i])) return true;
-  }
-  return false;
+  return std::any_of(next.begin(), next.end(), [&](const Slot& slot) {
+    return slot.worker < 0 || std::find(members_.begin(), members_.end(),
+                                        static_cast<std::size_t>(slot.worker)) == members_.end();
+  });
 }
 
 void ElasticDriver::publish(const std::vector<Slot>& next, GroupOrders& orders,

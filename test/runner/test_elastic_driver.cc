@@ -180,6 +180,17 @@ TEST_F(ElasticDriverTest, OnlyRanksThatJoinedHoldTheState) {
   EXPECT_EQ(poll(0).failure, "elastic: no rank of the job is left to hand its state to new ranks");
 }
 
+TEST_F(ElasticDriverTest, RanksJoiningAtDifferentTimesKeepTheirRound) {
+  start(config(3, 2, 3), "a:3\n");
+  poll(0);
+  join(1, {0, 2});  // worker 1 has not joined yet: only 0 and 2 hold the state
+  EXPECT_TRUE(poll(0.5).start.empty());
+  EXPECT_EQ(driver_->round(), 1) << "the same members, nothing to change: " << log_.str();
+  ended(1, kKilled, 1);
+  poll(1);
+  EXPECT_EQ(round(2), "0@a 2@a");
+}
+
 TEST_F(ElasticDriverTest, CooldownBringsTheHostBack) {
   ElasticConfig c = config(3, 1, 3);
   c.cooldown_range = std::make_pair(2, 5);

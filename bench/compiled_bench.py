@@ -141,14 +141,19 @@ def trainers(args, gloo):
     return made
 
 
-def main():
-    args = parse_args()
+def start_job(args):
+    """horovodcpp and a gloo process group, on --iface with --threads."""
     if args.iface:
         os.environ["GLOO_SOCKET_IFNAME"] = args.iface
     if args.threads:
         torch.set_num_threads(args.threads)
     hvd.init()
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=600))
+
+
+def main():
+    args = parse_args()
+    start_job(args)
     runs = trainers(args, dist.group.WORLD)
     times = {name: [] for name in runs}
     for _ in range(args.rounds):

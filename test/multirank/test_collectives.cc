@@ -560,14 +560,15 @@ TEST(Allreduce, ManyInOneCall) {
   EXPECT_THROW(hvd::allreduce_async_many({hvd::view(other)}, {}), hvd::InvalidArgument);
 }
 
-// A fused group of 18 MB: on a transport's own backend (noshm, two hosts)
+// A fused group of 30 MB: on a transport's own backend (noshm, two hosts)
 // it is reduced a chunk at a time (on Gloo two chunks at once, in its two
 // allreduce lanes) while the copies in and out run beside it
 // (fusion_pipeline.h); without a prescale the large tensors, in place, are
-// reduced in their own memory (fused_layout.h). All are scaled.
+// reduced in their own memory (fused_layout.h; the 20 MB one in three
+// chunks). All are scaled.
 TEST(Allreduce, FusedGroupLargerThanTwoPipelineChunks) {
   const int rank = hvd::rank(), size = hvd::size();
-  const std::vector<std::size_t> counts = {1500000, 2000000, 1000000, 3};
+  const std::vector<std::size_t> counts = {1500000, 5000000, 1000000, 3};
   for (const double prescale : {2.0, 1.0}) {
     std::vector<std::vector<float>> tensors(counts.size());
     std::vector<hvd::TensorView> views;

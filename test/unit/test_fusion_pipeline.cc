@@ -294,14 +294,11 @@ std::vector<std::vector<float>> fused_average(NetworkBackend& backend,
   return inputs;
 }
 
-// 18 MB of tensors, one small: the small one is packed first, each large
-// one follows with chunks of its own (1 MiB edges, the middle; the 4 MB
-// one is a single chunk).
-const std::vector<std::size_t> kSizes = {1500000, 2000000, 1000000, 3};
-constexpr std::size_t kEdgeFloats = kEdge / sizeof(float);
-const std::vector<std::size_t> kChunkCounts = {3,           kEdgeFloats, 1500000 - 2 * kEdgeFloats,
-                                               kEdgeFloats, kEdgeFloats, 2000000 - 2 * kEdgeFloats,
-                                               kEdgeFloats, 1000000};
+// 30 MB of tensors, one small: the small one is packed first, each large
+// one follows in chunks of its own: one chunk up to 8 MiB, the 20 MB one
+// in three.
+const std::vector<std::size_t> kSizes = {1500000, 5000000, 1000000, 3};
+const std::vector<std::size_t> kChunkCounts = {3, 1500000, 1666666, 1666667, 1666667, 1000000};
 
 TEST(FusionPipeline, AFusedAllreduceGivesEveryTensorItsResult) {
   NetworkBackend backend;
@@ -316,10 +313,10 @@ TEST(FusionPipeline, ALargeTensorInPlaceIsReducedInItsOwnMemory) {
   const std::vector<std::vector<float>> tensors = fused_average(backend, kSizes, 1.0);
   ASSERT_EQ(backend.counts, kChunkCounts);
   const float* in_place = tensors[1].data();
-  EXPECT_EQ(backend.buffers[4], in_place);
-  EXPECT_EQ(backend.buffers[5], in_place + kEdgeFloats);
-  EXPECT_EQ(backend.buffers[6], in_place + 2000000 - kEdgeFloats);
-  for (const std::size_t chunk : {0, 1, 2, 3, 7}) {
+  EXPECT_EQ(backend.buffers[2], in_place);
+  EXPECT_EQ(backend.buffers[3], in_place + 1666666);
+  EXPECT_EQ(backend.buffers[4], in_place + 3333333);
+  for (const std::size_t chunk : {0, 1, 5}) {
     for (const auto& tensor : tensors) {
       EXPECT_FALSE(backend.buffers[chunk] >= tensor.data() &&
                    backend.buffers[chunk] < tensor.data() + tensor.size())
@@ -329,7 +326,7 @@ TEST(FusionPipeline, ALargeTensorInPlaceIsReducedInItsOwnMemory) {
   // Prescaled, nothing is reduced in place.
   NetworkBackend prescaled;
   const std::vector<std::vector<float>> copied = fused_average(prescaled, kSizes, 3.0);
-  EXPECT_NE(prescaled.buffers[4], copied[1].data());
+  EXPECT_NE(prescaled.buffers[2], copied[1].data());
 }
 
 }  // namespace

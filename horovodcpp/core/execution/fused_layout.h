@@ -1,8 +1,11 @@
 // FusedLayout: the order and the chunks in which a pipelined fused
 // allreduce (fusion_pipeline.h) takes its tensors. The tensors under
-// kOwnChunksBytes come first, packed in the group's order; each larger one
-// follows with chunks of its own (each cut by FusionPipeline::chunk_bounds),
-// so that where it is reduced in place (its input is its output, with no
+// kOwnChunksBytes come first, packed in the group's order and cut by
+// FusionPipeline::chunk_bounds; each larger one follows in chunks of its
+// own, as few equal ones as hold kMostChunkBytes each (a large tensor
+// still keeps both lanes busy; where it is not in place, the copies that
+// cannot be hidden, the first chunk's in and the last one's out, stay
+// short). Where it is reduced in place (its input is its output, with no
 // prescale) it is reduced in its own memory: never copied into the fusion
 // buffer and back. The chunks depend on the tensors' sizes alone, which
 // every rank agreed on: every rank cuts them alike, whichever of its
@@ -20,6 +23,7 @@ namespace hvd {
 class FusedLayout {
  public:
   static constexpr std::size_t kOwnChunksBytes = std::size_t{1} << 20;
+  static constexpr std::size_t kMostChunkBytes = std::size_t{8} << 20;
 
   // One tensor's bytes in the layout: [offset, offset + bytes).
   struct Part {

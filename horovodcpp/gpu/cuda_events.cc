@@ -47,7 +47,7 @@ bool CudaEvents::done(Event event) {
   const int device = device_;
   int current = -1;
   if (device >= 0 && (cudaGetDevice(&current) != cudaSuccess || current != device)) {
-    HVD_CUDA_CHECK(cudaSetDevice(device));
+    set_cuda_device(device);
   }
   const cudaError_t status = cudaEventQuery(as_event(event));
   if (status == cudaErrorNotReady) return false;

@@ -37,7 +37,7 @@ class DeviceScope {
  public:
   explicit DeviceScope(int device) {
     HVD_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (device != previous_) HVD_CUDA_CHECK(cudaSetDevice(device));
+    if (device != previous_) set_cuda_device(device);
     changed_ = device != previous_;
   }
   ~DeviceScope() {

@@ -11,7 +11,7 @@ Tensor device_tensor(int device, DataType dtype, std::vector<std::int64_t> shape
   std::int64_t elements = 1;
   for (std::int64_t dim : shape) elements *= dim;
   const std::size_t bytes = static_cast<std::size_t>(elements) * dtype_size(dtype);
-  HVD_CUDA_CHECK(cudaSetDevice(device));
+  set_cuda_device(device);
   void* data = nullptr;
   HVD_CUDA_CHECK(cudaMalloc(&data, std::max<std::size_t>(bytes, 1)));
   // Errors at process exit (the runtime already unloaded) are ignored.

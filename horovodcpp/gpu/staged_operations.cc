@@ -76,10 +76,10 @@ void StagedOperations::ensure(int device) {
     HVD_CHECK_EQ(device, device_, InvalidArgument,
                  "CUDA tensors of one rank must all be on the same GPU (several ranks may "
                  "share one)");
-    HVD_CUDA_CHECK(cudaSetDevice(device_));
+    set_cuda_device(device_);
     return;
   }
-  HVD_CUDA_CHECK(cudaSetDevice(device));
+  set_cuda_device(device);
   cudaStream_t stream = nullptr;
   HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   stream_ = stream;
@@ -125,7 +125,7 @@ std::vector<TensorView> StagedOperations::stage_in(const std::vector<const Tenso
 void StagedOperations::finish_in_place(const std::vector<const TensorEntry*>& group,
                                        const std::vector<TensorView>& staged) {
   const KeepCurrentDevice keep;  // queued from the caller's thread too
-  HVD_CUDA_CHECK(cudaSetDevice(device_));
+  set_cuda_device(device_);
   TimelineSpan span(timeline_, "MEMCPY_OUT_HOST_BUFFER", group);
   for (std::size_t i = 0; i < group.size(); ++i) {
     const std::size_t bytes = staged[i].size_bytes();
@@ -140,7 +140,7 @@ void StagedOperations::finish_in_place(const std::vector<const TensorEntry*>& gr
 void StagedOperations::finish_with_result(const TensorEntry& entry, const Tensor& result,
                                           std::vector<std::int64_t> received_splits) {
   const KeepCurrentDevice keep;  // queued from the caller's thread too
-  HVD_CUDA_CHECK(cudaSetDevice(device_));
+  set_cuda_device(device_);
   TimelineSpan span(timeline_, "MEMCPY_OUT_HOST_BUFFER", entry);
   const std::size_t bytes = result.size_bytes();
   // stage_in waited for every earlier copy, so results_ is not in use.

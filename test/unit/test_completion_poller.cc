@@ -37,6 +37,7 @@ class FakeEvents : public GpuEvents {
     std::lock_guard<std::mutex> lock(mutex_);
     if (fail_waits) throw BackendError("cudaStreamWaitEvent failed");
     waits_.insert({stream, id(event)});
+    ++wait_calls;
   }
   void release(Event event) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -55,6 +56,7 @@ class FakeEvents : public GpuEvents {
     return waits_.count({stream, id(event)}) > 0;
   }
   bool fail_waits = false;
+  int wait_calls = 0;
 
  private:
   static std::intptr_t id(Event e) { return reinterpret_cast<std::intptr_t>(e); }
@@ -296,6 +298,35 @@ TEST(DeviceCompletion, FailedCollectiveLeavesNoTimelineEvent) {
   timeline.stop();
   EXPECT_TRUE(test::traced_events(path, "NCCL_BROADCAST").empty());
   std::remove(path.c_str());
+}
+
+// The tensors of one stream (a fused group's gradients): the first wait()
+// makes the stream wait for the event, the others add no CUDA call; a wait
+// that failed is tried again by the next tensor's.
+TEST(DeviceCompletion, OneStreamWaitPerCallersStream) {
+  auto fake = std::make_shared<FakeEvents>();
+  CompletionPoller poller(*fake);
+  int stream_a = 0, stream_b = 0;
+  std::vector<TensorEntry> entries(4);
+  for (TensorEntry& e : entries) {
+    e.input.stream = &stream_a;
+    e.work = std::make_shared<detail::WorkState>();
+  }
+  entries[3].input.stream = &stream_b;
+  complete_on_stream(fake, poller, 0, nullptr, {&entries[0], &entries[1], &entries[2], &entries[3]},
+                     {});
+  fake->fail_waits = true;
+  EXPECT_THROW(Work(entries[0].work).wait(), BackendError);
+  fake->fail_waits = false;
+  EXPECT_EQ(fake->wait_calls, 0);
+  Work(entries[1].work).wait();
+  Work(entries[2].work).wait();
+  EXPECT_EQ(fake->wait_calls, 1);
+  Work(entries[3].work).wait();
+  EXPECT_EQ(fake->wait_calls, 2);
+  const GpuEvents::Event done = reinterpret_cast<GpuEvents::Event>(1);
+  EXPECT_TRUE(fake->waits(&stream_a, done));
+  EXPECT_TRUE(fake->waits(&stream_b, done));
 }
 
 // A caller's stream that cannot be made to wait: wait() throws, the

@@ -46,7 +46,7 @@ NcclCommunicator::NcclCommunicator(Controller& controller, int device,
   HVD_CHECK(device_ >= 0, BackendError,
             "this rank sees no CUDA device, but takes part in a collective of CUDA tensors "
             "(a joined rank adds its zeros on its GPU)");
-  HVD_CUDA_CHECK(cudaSetDevice(device_));
+  set_cuda_device(device_);
   HVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // never block in NCCL: we poll and can abort

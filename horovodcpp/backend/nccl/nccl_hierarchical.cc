@@ -81,7 +81,7 @@ void HierarchicalAllreduce::run(GpuEvents& events, const std::vector<const Tenso
   const ReduceOp op = average ? ReduceOp::kSum : request.reduce_op;
   const CopyScale prescale{1.0, request.prescale_factor};
   const CopyScale postscale{average ? double(set_size) : 1.0, request.postscale_factor};
-  HVD_CUDA_CHECK(cudaSetDevice(device_));
+  set_cuda_device(device_);
   cudaStream_t stream = communicator_->stream();
 
   const GroupPieces pieces = group_pieces(group);

@@ -97,7 +97,7 @@ void NcclOperations::wait_ready(const std::vector<const TensorEntry*>& group) {
     watched_->add(communicator_);
   }
   ensure(device);
-  HVD_CUDA_CHECK(cudaSetDevice(device_));
+  set_cuda_device(device_);
   if (hierarchical_ && hierarchical_->has_communicator()) {
     order_after(communicator_->stream(), hierarchical_->stream());
   }
@@ -122,7 +122,7 @@ void NcclOperations::allreduce(const std::vector<const TensorEntry*>& group, int
       watched_->add(hierarchical_->communicator(rank_device(device)));
     }
     ensure(device);
-    HVD_CUDA_CHECK(cudaSetDevice(device_));
+    set_cuda_device(device_);
     if (communicator_) order_after(hierarchical_->stream(), communicator_->stream());
     TimelineSpan span(timeline_, "NCCL_HIERARCHICAL_ALLREDUCE", group);
     hierarchical_->allreduce(*events_, device_, group, set_size);

@@ -11,8 +11,10 @@
 # (bench/gpu_bench.py): allreduce 4 B - 256 MiB against torch.distributed
 # NCCL at one rank; the ResNet-50 step with no communication, DDP and
 # DistributedOptimizer, bf16 and fp32; CUDA tensors staged through host
-# memory at two ranks sharing GPU 0 against torch.distributed gloo. Results
-# also go to OUT/gpu_bench.jsonl, and the timelines of the hvd steps to OUT.
+# memory at two ranks sharing GPU 0 against torch.distributed gloo. Then
+# what the per-gradient hooks cost the host next to DDP on nccl
+# (bench/hooks_bench.py --device cuda). Results also go to
+# OUT/gpu_bench.jsonl, and the timelines of the hvd steps to OUT.
 # --quick: one round and fewer steps (a check that it runs, not figures).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +29,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --python) python=$2; shift 2 ;;
-    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 out=${out:-$(mktemp -d /tmp/gpu_bench.XXXXXX)}
@@ -57,4 +59,5 @@ fi
 "$hvdrun" -np 1 --gloo "$python" "$here/gpu_bench.py" --mode train "${args[@]}" "${train_args[@]}"
 HOROVODCPP_GPU_OPERATIONS=gloo CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} \
   "$hvdrun" -np 2 --gloo "$python" "$here/gpu_bench.py" --mode staged "${args[@]}"
+"$hvdrun" -np 1 --gloo "$python" "$here/hooks_bench.py" --device cuda ${quick:+--rounds 1 --steps 50}
 echo "gpu_bench: results in $out"

@@ -38,6 +38,10 @@
 #   GPU, and the CPU Python suites at two ranks on that PyTorch.
 #   HVD_GPU_PYTHON picks another interpreter; HVD_GPU_SKIP_PYTHON=1 skips.
 #
+# - The torch.distributed backend (test/python_torch_distributed/test_cuda.py)
+#   with CUDA tensors, on NCCL at one rank and staged at two, where this
+#   machine's PyTorch is new enough for it (else reported as not run).
+#
 # - NVTX ranges: nvtx_tests (an injection library records them), and where
 #   Nsight Systems is installed, a trace of gpu_collective_tests' allreduces
 #   must show NEGOTIATE, NCCL_ALLREDUCE and the fusion buffer's copies
@@ -327,6 +331,18 @@ else
   log "horovodcpp.torch CUDA tensors staged onto Gloo (2 ranks sharing GPU 0)"
   pytest_run python_cuda_staged_np2 2 HOROVODCPP_TEST_REQUIRE_GPU=1 HOROVODCPP_GPU_OPERATIONS=gloo \
     CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} -- "$ROOT/test/python/test_torch_cuda.py"
+  # The torch.distributed backend needs a newer PyTorch than the Horovod API.
+  if PYTHONPATH="$BUILD/python" "$PY" -c 'import sys; from horovodcpp.torch.distributed import backend
+sys.exit(backend.torch_version() < backend.MINIMUM_TORCH)' 2>/dev/null; then
+    log "torch.distributed backend horovodcpp, CUDA tensors on NCCL (1 rank)"
+    pytest_run distributed_cuda_nccl_np1 1 HOROVODCPP_TEST_REQUIRE_GPU=1 -- \
+      "$ROOT/test/python_torch_distributed/test_cuda.py"
+    log "torch.distributed backend horovodcpp, CUDA tensors staged onto Gloo (2 ranks sharing GPU 0)"
+    pytest_run distributed_cuda_staged_np2 2 HOROVODCPP_TEST_REQUIRE_GPU=1 HOROVODCPP_GPU_OPERATIONS=gloo \
+      CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} -- "$ROOT/test/python_torch_distributed/test_cuda.py"
+  else
+    echo "== torch.distributed backend CUDA tests NOT RUN: $("$PY" -c 'import torch; print("PyTorch", torch.__version__)') is older than the backend needs (docs/torch-distributed.md)"
+  fi
   if [[ -z ${HVD_GPU_SKIP_CPU_SUITES:-} ]]; then
     log "the Python suites on this PyTorch (2 ranks)"
     pytest_run python_suites_np2 2 HOROVODCPP_GPU_OPERATIONS=gloo -- "$ROOT/test/python"

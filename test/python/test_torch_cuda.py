@@ -61,7 +61,8 @@ def _gpu_operations():
 
 def test_allreduce_waits_for_the_current_stream():
     """The input is written on a side stream (made current) behind a long
-    kernel; the collective must read it only after that."""
+    kernel; the collective (out of place, and in place through the core's
+    direct call) must read it only after that."""
     side = torch.cuda.Stream(device())
     with torch.cuda.stream(side):
         big = torch.rand(4096, 4096, device=device())
@@ -70,9 +71,13 @@ def test_allreduce_waits_for_the_current_stream():
         tensor = torch.full((1 << 20,), float(hvd.rank() + 1), device=device()) + big[0, 0] * 0
         result = hvd.allreduce(tensor, name="cuda.stream", op=hvd.Sum)
         after = result * 2  # queued on the side stream: ordered after the result
+        in_place = torch.full((1 << 20,), float(hvd.rank() + 1), device=device()) + big[0, 0] * 0
+        handle = hvd.allreduce_async_(in_place, name="cuda.stream.async_", op=hvd.Sum)
+        after_in_place = hvd.synchronize(handle) * 2
     torch.cuda.current_stream(device()).wait_stream(side)
     total = hvd.size() * (hvd.size() + 1) / 2
     assert torch.all(after.cpu() == 2 * total)
+    assert torch.all(after_in_place.cpu() == 2 * total)
 
 
 def test_grouped_allreduce_with_scale_factors():
@@ -128,9 +133,15 @@ def test_reducescatter(dtype):
 def test_distributed_optimizer_on_a_cuda_model(hooks, monkeypatch):
     """Gradients averaged on the GPU: parameters match one process training
     on the whole batch, and agree across ranks. "always": the per-gradient
-    hooks of a job of several ranks even at one (HOROVOD_ELASTIC=1)."""
+    hooks of a job of several ranks even at one (HOROVOD_ELASTIC=1), each
+    gradient handed to the core's direct call (no DLPack batch call)."""
     if hooks == "always":
+        from horovodcpp.torch import core_ops
         monkeypatch.setenv("HOROVOD_ELASTIC", "1")
+
+        def refused(*args, **kwargs):
+            raise AssertionError("a CUDA gradient went through the DLPack batch call")
+        monkeypatch.setattr(core_ops, "allreduce_async_many_", refused)
     model, reference = make_model().to(device()), make_model()
     optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
                                          named_parameters=model.named_parameters())

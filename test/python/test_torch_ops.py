@@ -79,8 +79,8 @@ def test_allreduce(dtype, op):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_allreduce_of_contiguous_cpu_tensors_skips_dlpack(dtype, monkeypatch):
-    """Their addresses, dtype and shape go to the core (_core.allreduce_cpu,
-    _core.allreduce_async_cpu): correct results for every dtype without a
+    """Their addresses, dtype and shape go to the core (_core.allreduce_direct,
+    _core.allreduce_async_direct): correct results for every dtype without a
     DLPack export, blocking and not; a non-contiguous tensor is copied and
     reduced as before; a handle keeps its tensors alive."""
     from horovodcpp.torch import core_ops
@@ -135,32 +135,84 @@ def test_handles_of_the_core_table_and_of_python():
 
 
 def test_the_core_fast_calls_refuse_and_raise():
-    """_core.allreduce_cpu and allreduce_async_cpu (no pybind11 dispatch)
-    take only dense contiguous CPU tensors of the core's dtypes and give
+    """_core.allreduce_direct and allreduce_async_direct (no pybind11
+    dispatch) take only dense contiguous tensors of the core's dtypes (the
+    blocking call CPU ones only) and give
     NotImplemented back for the others; bad arguments raise TypeError, and
     the core's errors arrive as its Python exceptions, naming
     "allreduce.<name>"."""
     plain = torch.ones(3)
     for other in (torch.ones(3, 2).t(), torch.ones(3, dtype=torch.complex64),
                   torch.ones(3).to_sparse()):
-        for call in (_core.allreduce_cpu, _core.allreduce_async_cpu):
+        for call in (_core.allreduce_direct, _core.allreduce_async_direct):
             assert call(other, other, "refused", hvd.Sum, 1.0, 1.0, None) is NotImplemented
             assert call(plain, other, "refused", hvd.Sum, 1.0, 1.0, None) is NotImplemented
     with pytest.raises(TypeError, match="op must be a ReduceOp"):
-        _core.allreduce_cpu(plain, plain, "bad.op", "Sum", 1.0, 1.0, None)
+        _core.allreduce_direct(plain, plain, "bad.op", "Sum", 1.0, 1.0, None)
     with pytest.raises(TypeError, match="takes 7 positional arguments"):
-        _core.allreduce_async_cpu(plain, plain, "few")
+        _core.allreduce_async_direct(plain, plain, "few")
     with pytest.raises(TypeError):
         _core.synchronize_handle("not a handle")
     with pytest.raises(ValueError, match="unknown dtype code"):  # refused, the types kept
-        _core.set_cpu_tensor_types({torch.float32: 99}, torch.strided)
+        _core.set_direct_tensor_types({torch.float32: 99}, torch.strided, None)
     with pytest.raises(hvd.InvalidArgumentError, match="dtype"):
-        _core.allreduce_cpu(plain, torch.ones(3, dtype=torch.float64), "mixed", hvd.Sum, 1.0,
-                            1.0, None)
+        _core.allreduce_direct(plain, torch.ones(3, dtype=torch.float64), "mixed", hvd.Sum, 1.0,
+                               1.0, None)
     first = hvd.allreduce_async_(torch.ones(2), name="fast.twice", op=hvd.Sum)
     with pytest.raises(hvd.InvalidArgumentError, match="allreduce.fast.twice"):
         hvd.allreduce_async_(torch.ones(2), name="fast.twice", op=hvd.Sum)
     torch.testing.assert_close(hvd.synchronize(first), torch.full([2], float(hvd.size())))
+
+
+class _TensorOnAGpu:
+    """What the direct calls read of a CUDA tensor, on GPU 3."""
+    dtype, layout, shape = torch.float32, torch.strided, (2,)
+    is_cpu, is_cuda = False, True
+
+    def __init__(self):
+        self.host = torch.ones(2)  # an address; a build without CUDA never reads it
+
+    def is_contiguous(self):
+        return True
+
+    def data_ptr(self):
+        return self.host.data_ptr()
+
+    def get_device(self):
+        return 3
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU would use the made-up stream")
+def test_a_cuda_tensor_goes_direct_on_its_gpu_after_its_current_stream():
+    """The asynchronous direct call takes a CUDA tensor as one on its GPU,
+    ordered after that GPU's current stream (asked of the front end's
+    function); a build without CUDA, or a machine without a GPU, then
+    refuses it naming its device. The
+    blocking call, and a front end without a stream function, leave it to
+    the DLPack path."""
+    from horovodcpp.torch import core_ops
+    asked = []
+    tensor = _TensorOnAGpu()
+    try:
+        _core.set_direct_tensor_types(core_ops._DIRECT_DTYPES, torch.strided,
+                                      lambda device: asked.append(device) or 0x5000)
+        assert _core.allreduce_direct(tensor, tensor, "gpu3", hvd.Sum, 1.0, 1.0,
+                                      None) is NotImplemented
+        assert _core.allreduce_async_direct(tensor, torch.ones(2), "gpu3", hvd.Sum, 1.0, 1.0,
+                                            None) is NotImplemented  # output on another device
+        assert asked == [3]
+        handle = _core.allreduce_async_direct(tensor, tensor, "gpu3", hvd.Sum, 1.0, 1.0, None)
+        assert asked == [3, 3]
+        # refused by its device: a build without CUDA, or CUDA without a GPU
+        with pytest.raises(hvd.HorovodInternalError,
+                           match=r"on cuda:3 need a build|cudaSetDevice\(3\)"):
+            hvd.synchronize(handle)
+        _core.set_direct_tensor_types(core_ops._DIRECT_DTYPES, torch.strided, None)
+        assert _core.allreduce_async_direct(tensor, tensor, "gpu3", hvd.Sum, 1.0, 1.0,
+                                            None) is NotImplemented
+    finally:
+        _core.set_direct_tensor_types(core_ops._DIRECT_DTYPES, torch.strided,
+                                      core_ops._current_raw_stream)
 
 
 def test_allreduce_scale_factors_and_average_argument():

@@ -57,6 +57,27 @@ def test_distributed_optimizer_matches_whole_batch():
     train(adam)
 
 
+def test_hooked_gradients_go_to_the_core_directly(monkeypatch):
+    """Each gradient's hook (forced at one rank too, as in an elastic job)
+    hands it to the core's direct call, which reads its address (no DLPack,
+    no batch call), the CPU tensors here and CUDA ones alike; the parameters
+    still match the whole batch."""
+    from horovodcpp import _core
+    from horovodcpp.torch import core_ops
+    monkeypatch.setenv("HOROVOD_ELASTIC", "1")
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a gradient went through the DLPack batch call")
+    monkeypatch.setattr(core_ops, "allreduce_async_many_", refused)
+    direct = _core.allreduce_async_direct
+    handles = []
+    monkeypatch.setattr(_core, "allreduce_async_direct",
+                        lambda *args: handles.append(direct(*args)) or handles[-1])
+    train(sgd, steps=3)
+    assert len(handles) == 3 * len(list(make_model().parameters()))
+    assert NotImplemented not in handles
+
+
 def test_backward_passes_per_step():
     train(sgd, passes=2)
     model = make_model()

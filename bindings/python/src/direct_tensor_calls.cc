@@ -1,4 +1,4 @@
-#include "cpu_tensor_calls.h"
+#include "direct_tensor_calls.h"
 
 #include <cstdint>
 #include <memory>
@@ -16,11 +16,14 @@
 namespace hvdpy {
 namespace {
 
-// The framework's dtype objects -> hvd::DataType, and its dense layout,
-// given once by the front end (set_cpu_tensor_types). Never freed: they
-// must not be released after the interpreter has finalised.
+// The framework's dtype objects -> hvd::DataType, its dense layout, and a
+// function of a device index that returns its current CUDA stream (None:
+// CUDA tensors take the DLPack path), given once by the front end
+// (set_direct_tensor_types). Never freed: they must not be released after
+// the interpreter has finalised.
 PyObject* g_dtype_codes = nullptr;  // dict
 PyObject* g_dense_layout = nullptr;
+PyObject* g_cuda_stream = nullptr;
 
 PyObject* interned(const char* text) {
   PyObject* name = PyUnicode_InternFromString(text);
@@ -40,11 +43,34 @@ py::object method_result(PyObject* object, PyObject* name) {
   return py::reinterpret_steal<py::object>(value);
 }
 
-// `tensor` as a view of its memory, or nothing if it is not a dense
-// contiguous CPU tensor of a dtype the core has.
-std::optional<hvd::TensorView> cpu_view(PyObject* tensor) {
-  static PyObject* const dtype = interned("dtype");
+// The device of `tensor` and the stream a CUDA tensor's collective is
+// ordered after (its device's current one), or nothing for a device the
+// direct path does not take.
+std::optional<std::pair<hvd::Device, void*>> device_of(PyObject* tensor, bool accept_cuda) {
   static PyObject* const is_cpu = interned("is_cpu");
+  static PyObject* const is_cuda = interned("is_cuda");
+  static PyObject* const get_device = interned("get_device");
+  if (attribute(tensor, is_cpu).ptr() == Py_True) {
+    return std::make_pair(hvd::Device::cpu(), nullptr);
+  }
+  if (!accept_cuda || g_cuda_stream == nullptr || attribute(tensor, is_cuda).ptr() != Py_True) {
+    return std::nullopt;
+  }
+  const py::object index = method_result(tensor, get_device);
+  const long device = PyLong_AsLong(index.ptr());
+  if (device == -1 && PyErr_Occurred()) throw py::error_already_set();
+  PyObject* stream = PyObject_CallFunctionObjArgs(g_cuda_stream, index.ptr(), nullptr);
+  if (stream == nullptr) throw py::error_already_set();
+  void* handle = PyLong_AsVoidPtr(py::reinterpret_steal<py::object>(stream).ptr());
+  if (handle == nullptr && PyErr_Occurred()) throw py::error_already_set();
+  return std::make_pair(hvd::Device::cuda(static_cast<int>(device)), handle);
+}
+
+// `tensor` as a view of its memory, or nothing if it is not a dense
+// contiguous tensor of a dtype the core has, in host memory (or on a GPU
+// where `accept_cuda`).
+std::optional<hvd::TensorView> direct_view(PyObject* tensor, bool accept_cuda) {
+  static PyObject* const dtype = interned("dtype");
   static PyObject* const layout = interned("layout");
   static PyObject* const is_contiguous = interned("is_contiguous");
   static PyObject* const data_ptr = interned("data_ptr");
@@ -55,11 +81,12 @@ std::optional<hvd::TensorView> cpu_view(PyObject* tensor) {
     if (PyErr_Occurred()) throw py::error_already_set();
     return std::nullopt;
   }
-  if (attribute(tensor, is_cpu).ptr() != Py_True ||
-      attribute(tensor, layout).ptr() != g_dense_layout ||
+  if (attribute(tensor, layout).ptr() != g_dense_layout ||
       method_result(tensor, is_contiguous).ptr() != Py_True) {
     return std::nullopt;
   }
+  const auto device = device_of(tensor, accept_cuda);
+  if (!device) return std::nullopt;
   void* data = PyLong_AsVoidPtr(method_result(tensor, data_ptr).ptr());
   if (data == nullptr && PyErr_Occurred()) throw py::error_already_set();
   const py::object dims = attribute(tensor, shape);
@@ -69,7 +96,10 @@ std::optional<hvd::TensorView> cpu_view(PyObject* tensor) {
     extents[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(dims.ptr(), i));
     if (extents[i] == -1 && PyErr_Occurred()) throw py::error_already_set();
   }
-  return hvd::TensorView(data, static_cast<hvd::DataType>(PyLong_AsLong(code)), std::move(extents));
+  hvd::TensorView view(data, static_cast<hvd::DataType>(PyLong_AsLong(code)), std::move(extents),
+                       device->first);
+  view.stream = device->second;
+  return view;
 }
 
 double float_argument(PyObject* value) {
@@ -94,13 +124,13 @@ struct Arguments {
 };
 
 std::optional<Arguments> read_arguments(const char* function, PyObject* const* args,
-                                        Py_ssize_t nargs) {
+                                        Py_ssize_t nargs, bool accept_cuda) {
   expect_arguments(function, nargs, 7);
-  std::optional<hvd::TensorView> input = cpu_view(args[0]);
+  std::optional<hvd::TensorView> input = direct_view(args[0], accept_cuda);
   if (!input) return std::nullopt;
   const bool in_place = args[1] == args[0];
-  std::optional<hvd::TensorView> output = in_place ? input : cpu_view(args[1]);
-  if (!output) return std::nullopt;
+  std::optional<hvd::TensorView> output = in_place ? input : direct_view(args[1], accept_cuda);
+  if (!output || output->device != input->device) return std::nullopt;
   std::string name;
   if (args[2] != Py_None) {
     name = "allreduce." + py::str(py::reinterpret_borrow<py::object>(args[2])).cast<std::string>();
@@ -121,10 +151,11 @@ std::optional<Arguments> read_arguments(const char* function, PyObject* const* a
 
 py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
 
-// allreduce_async: a handle of the handle table, which keeps the tensors
-// alive and gives the output back once synchronized.
-py::object allreduce_async_cpu(PyObject* const* args, Py_ssize_t nargs) {
-  std::optional<Arguments> a = read_arguments("allreduce_async_cpu", args, nargs);
+// allreduce_async of CPU or CUDA tensors: a handle of the handle table,
+// which keeps the tensors alive and gives the output back once synchronized.
+py::object allreduce_async_direct(PyObject* const* args, Py_ssize_t nargs) {
+  std::optional<Arguments> a =
+      read_arguments("allreduce_async_direct", args, nargs, /*accept_cuda=*/true);
   if (!a) return not_implemented();
   release_finished();
   hvd::Work work = a->in_place ? hvd::allreduce_async(a->input, a->name, a->op, a->prescale,
@@ -135,11 +166,12 @@ py::object allreduce_async_cpu(PyObject* const* args, Py_ssize_t nargs) {
                              py::reinterpret_borrow<py::object>(args[1])));
 }
 
-// The blocking allreduce, which runs a lone small allreduce in the caller's
-// own cycle; None once done. The tensors are kept for good if it times out
-// still in flight, as ops.cc's blocking calls do.
-py::object allreduce_cpu(PyObject* const* args, Py_ssize_t nargs) {
-  std::optional<Arguments> a = read_arguments("allreduce_cpu", args, nargs);
+// The blocking allreduce of CPU tensors, which runs a lone small allreduce
+// in the caller's own cycle; None once done. The tensors are kept for good
+// if it times out still in flight, as ops.cc's blocking calls do.
+py::object allreduce_direct(PyObject* const* args, Py_ssize_t nargs) {
+  std::optional<Arguments> a =
+      read_arguments("allreduce_direct", args, nargs, /*accept_cuda=*/false);
   if (!a) return not_implemented();
   try {
     py::gil_scoped_release release;
@@ -152,8 +184,9 @@ py::object allreduce_cpu(PyObject* const* args, Py_ssize_t nargs) {
   return py::none();
 }
 
-void set_cpu_tensor_types(py::dict dtype_codes, py::object dense_layout) {
-  // Checked here, once, so that cpu_view may cast the codes as they are.
+void set_direct_tensor_types(py::dict dtype_codes, py::object dense_layout,
+                             py::object cuda_stream) {
+  // Checked here, once, so that direct_view may cast the codes as they are.
   for (const auto& entry : dtype_codes) {
     const int code = entry.second.cast<int>();
     if (code < 0 || code >= hvd::kNumDataTypes) {
@@ -162,23 +195,27 @@ void set_cpu_tensor_types(py::dict dtype_codes, py::object dense_layout) {
   }
   g_dtype_codes = dtype_codes.release().ptr();
   g_dense_layout = dense_layout.release().ptr();
+  g_cuda_stream = cuda_stream.is_none() ? nullptr : cuda_stream.release().ptr();
 }
 
 }  // namespace
 
-void bind_cpu_tensor_calls(py::module_& m) {
-  m.def("set_cpu_tensor_types", &set_cpu_tensor_types, py::arg("dtype_codes"),
-        py::arg("dense_layout"),
-        "The front end's dtype objects -> dtype_codes()' codes, and its dense layout object:\n"
-        "what allreduce_cpu and allreduce_async_cpu accept.");
-  def_fast(m, "allreduce_cpu", &fast_call<allreduce_cpu>,
-           "allreduce_cpu(input, output, name, op, prescale_factor, postscale_factor,\n"
+void bind_direct_tensor_calls(py::module_& m) {
+  m.def("set_direct_tensor_types", &set_direct_tensor_types, py::arg("dtype_codes"),
+        py::arg("dense_layout"), py::arg("cuda_stream"),
+        "The front end's dtype objects -> dtype_codes()' codes, its dense layout object, and\n"
+        "a function of a device index that returns its current CUDA stream as an integer\n"
+        "(None: no CUDA tensors): what allreduce_direct and allreduce_async_direct accept.");
+  def_fast(m, "allreduce_direct", &fast_call<allreduce_direct>,
+           "allreduce_direct(input, output, name, op, prescale_factor, postscale_factor,\n"
            "process_set): the blocking allreduce of dense contiguous CPU tensors (output is\n"
            "input in place; name None or \"allreduce.<name>\"; process_set None: global).\n"
            "None once done; NotImplemented for any other tensor.");
-  def_fast(m, "allreduce_async_cpu", &fast_call<allreduce_async_cpu>,
-           "allreduce_async_cpu(...): allreduce_cpu's arguments, started: a handle of\n"
-           "synchronize_handle, which returns `output`; NotImplemented for any other tensor.");
+  def_fast(m, "allreduce_async_direct", &fast_call<allreduce_async_direct>,
+           "allreduce_async_direct(...): allreduce_direct's arguments, started, for dense\n"
+           "contiguous CPU or CUDA tensors (on one device; CUDA after its current stream): a\n"
+           "handle of synchronize_handle, which returns `output`; NotImplemented for any other\n"
+           "tensor.");
 }
 
 }  // namespace hvdpy

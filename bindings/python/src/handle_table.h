@@ -1,5 +1,5 @@
-// HandleTable: Horovod's integer handles for operations started on CPU
-// tensors (cpu_tensor_calls.h), kept on the C++ side: the submit
+// HandleTable: Horovod's integer handles for operations started on dense
+// tensors (direct_tensor_calls.h), kept on the C++ side: the submit
 // returns an int and synchronize_handle waits and hands back the result,
 // with no Python Work object and no Python dictionary entry per operation
 // (a training step starts a few hundred). horovodcpp.torch's own handles

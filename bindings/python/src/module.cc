@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "completion_queue.h"
-#include "cpu_tensor_calls.h"
+#include "direct_tensor_calls.h"
 #include "errors.h"
 #include "handle_table.h"
 #include "horovodcpp/elastic.h"
@@ -127,6 +127,6 @@ PYBIND11_MODULE(_core, m) {
   hvdpy::bind_process_sets(m);
   hvdpy::bind_basics(m);
   hvdpy::bind_ops(m);
-  hvdpy::bind_cpu_tensor_calls(m);
+  hvdpy::bind_direct_tensor_calls(m);
   hvdpy::bind_two_bit_codec(m);
 }

@@ -100,7 +100,7 @@ void allreduce(py::object input, py::object output, const std::string& name, hvd
   }
 }
 
-// dtype name ("float32", ...) -> hvd::DataType's value (set_cpu_tensor_types).
+// dtype name ("float32", ...) -> hvd::DataType's value (set_direct_tensor_types).
 py::dict dtype_codes() {
   py::dict codes;
   for (int code = 0; code < hvd::kNumDataTypes; ++code) {

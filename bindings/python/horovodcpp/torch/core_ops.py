@@ -5,9 +5,10 @@ autograd_ops.py; mpi_ops.py re-exports both under Horovod's module name.
 
 Tensors cross into the C++ core through DLPack, in place: in-place
 operations write into the tensor's memory, out-of-place ones into a new
-tensor (or one the core allocated). An allreduce of contiguous CPU tensors
-passes the tensors themselves to the core's fast calls, which read their
-addresses. CUDA tensors go with the
+tensor (or one the core allocated). An allreduce of dense contiguous
+tensors (CPU ones; CUDA ones too when asynchronous, as DistributedOptimizer's
+gradients) passes the tensors themselves to the core's fast calls, which
+read their addresses. CUDA tensors go with the
 current CUDA stream of their device (torch.cuda.current_stream()): the core's copies or
 NCCL kernels run after what was queued there when the operation was
 started, and that stream's later work runs after the result; results the
@@ -67,13 +68,13 @@ def _group_stream(tensors):
     return next((_stream(t) for t in tensors if t.is_cuda), 0)
 
 
-# Dense contiguous CPU tensors of these dtypes go to the core's fast calls
-# (_core.allreduce_cpu, allreduce_async_cpu), which read their address and
-# shape: no DLPack round trip, no Python per tensor.
-_core.set_cpu_tensor_types(
-    {getattr(torch, name): code for name, code in _core.dtype_codes().items()
-     if isinstance(getattr(torch, name, None), torch.dtype)},
-    torch.strided)
+# Dense contiguous tensors of these dtypes go to the core's fast calls
+# (_core.allreduce_direct for CPU tensors, allreduce_async_direct for CPU
+# and CUDA ones), which read their address, shape and device (and a CUDA
+# tensor's current stream): no DLPack round trip, no Python per tensor.
+_DIRECT_DTYPES = {getattr(torch, name): code for name, code in _core.dtype_codes().items()
+                  if isinstance(getattr(torch, name, None), torch.dtype)}
+_core.set_direct_tensor_types(_DIRECT_DTYPES, torch.strided, _current_raw_stream)
 
 
 def _inplace_tensor(tensor):
@@ -95,9 +96,9 @@ def _name(prefix, name):
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, ps):
     """Starts the allreduce of `tensor` into `output` (`tensor` in place) on
     the core's process set `ps`; returns its handle."""
-    handle = _core.allreduce_async_cpu(tensor, output, name, op, prescale_factor,
-                                       postscale_factor, ps)
-    if handle is not NotImplemented:  # a dense contiguous CPU tensor: the core's table
+    handle = _core.allreduce_async_direct(tensor, output, name, op, prescale_factor,
+                                          postscale_factor, ps)
+    if handle is not NotImplemented:  # a dense contiguous tensor: the core's table
         return handle
     if output is tensor:
         work = _core.allreduce_async(_inplace_tensor(tensor), None, _name("allreduce", name), op,
@@ -148,8 +149,8 @@ def allreduce_blocking(tensor, output, name, op, prescale_factor, postscale_fact
     `output`. A CPU tensor goes through the core's blocking call, which runs
     a lone small allreduce in this thread's own cycle, without a handle."""
     ps = _core_set(process_set)
-    if _core.allreduce_cpu(tensor, output, name, op, prescale_factor, postscale_factor,
-                           ps) is not NotImplemented:
+    if _core.allreduce_direct(tensor, output, name, op, prescale_factor, postscale_factor,
+                              ps) is not NotImplemented:
         return output
     if tensor.is_cuda:
         return synchronize(_allreduce_async(tensor, output, name, op, prescale_factor,

@@ -1,6 +1,6 @@
 """Handles of asynchronous operations, as in Horovod: an int that poll()
 and synchronize() take. synchronize() returns the operation's result.
-Allreduces of contiguous CPU tensors (most of a training step's) keep
+Allreduces of dense contiguous tensors (most of a training step's) keep
 their handles in the core's table (_core.synchronize_handle); the others
 are kept here, numbered from the same counter (_core.new_handle)."""
 from horovodcpp import _core

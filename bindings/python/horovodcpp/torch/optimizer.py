@@ -10,7 +10,7 @@ import torch
 
 from horovodcpp import _core
 from horovodcpp.common.basics import Adasum, Average
-from horovodcpp.common.process_sets import global_process_set
+from horovodcpp.common.process_sets import core_set, global_process_set
 from horovodcpp.common.util import gradient_groups
 from horovodcpp.torch import core_ops
 from horovodcpp.torch.adasum_optimizer import distributed_adasum_optimizer
@@ -19,6 +19,10 @@ from horovodcpp.torch.gradient_hooks import HookedOptimizer
 from horovodcpp.torch.handles import synchronize
 from horovodcpp.torch.reducing_compressor import reduces_itself, start_reductions
 from horovodcpp.torch.sharded_optimizer import sharded_optimizer
+
+# The contexts of a gradient reduced by the core's direct call: nothing to
+# decompress, the result is the gradient itself.
+_DIRECT = object()
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -53,15 +57,31 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                        os.environ.get("HOROVOD_ELASTIC") == "1"):
             self._register_hooks(trainable)
 
+    def _scale_factors(self):
+        """Average: divide by the predivide factor before the sum and by
+        size / factor after it (the core divides by size for Average)."""
+        if self.op == Average:
+            return 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
+        return 1.0, 1.0
+
     def _submit(self, units):
         """Starts the allreduces of `units`; the single dense gradients among
         them in one call (each its own allreduce)."""
-        # Average: divide by the predivide factor before the sum and by
-        # size / factor after it (the core divides by size for Average).
-        prescale, postscale = 1.0, 1.0
-        if self.op == Average:
-            prescale = 1.0 / self.gradient_predivide_factor
-            postscale = self.gradient_predivide_factor
+        if len(units) == 1 and len(units[0]) == 1 and self._compression is Compression.none:
+            # A hook's gradient, uncompressed: straight to the core (a
+            # training step runs this once per parameter, on the thread that
+            # queues the backward pass's work).
+            unit = units[0]
+            grad = unit[0].grad
+            if grad is not None:
+                prescale, postscale = self._scale_factors()
+                handle = _core.allreduce_async_direct(
+                    grad, grad, self._parameter_names[unit[0]], self.op, prescale, postscale,
+                    core_set(self.process_set))
+                if handle is not NotImplemented:
+                    self._handles[unit] = (handle, _DIRECT)
+                    return
+        prescale, postscale = self._scale_factors()
         singles = []  # (unit, compressed gradient, compression contexts)
         for unit in units:
             for p in unit:
@@ -110,6 +130,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._submit([unit for unit in self._units if unit not in self._handles])
         try:
             for unit, (handle, ctxs) in self._handles.items():
+                if ctxs is _DIRECT:
+                    _core.synchronize_handle(handle)
+                    continue
                 # sparse, or a compressor that reduces itself: a function
                 outputs = handle() if callable(handle) else synchronize(handle)
                 if ctxs is None:  # sparse: the gathered gradient replaces p.grad

@@ -17,6 +17,10 @@ and is the one command to use; each part is a worker mode of this script:
       per-gradient hooks (HOROVOD_ELASTIC=1: what runs at several ranks);
       rounds alternate the variants. Then one timeline per hvd variant
       counts the NCCL launches of a step.
+  --mode compiled    (hvdrun -np 1 --gloo)  the same step in bf16 under
+      torch.compile (inductor): DDP (nccl, torch's DDPOptimizer) against
+      the per-gradient hooks with hvd.compile_backend, both split at 25 MB;
+      compiled once each, then rounds alternate.
   --mode staged      (HOROVODCPP_GPU_OPERATIONS=gloo hvdrun -np 2 --gloo,
       both ranks on GPU 0) hvd.allreduce_ of CUDA tensors staged through
       host memory against torch.distributed gloo with CUDA tensors, and
@@ -153,7 +157,7 @@ def mode_allreduce(a, out):
 class Step:
     """One variant of the training step on a fresh ResNet-50."""
 
-    def __init__(self, variant, dtype, batch_size):
+    def __init__(self, variant, dtype, batch_size, compiled=False):
         import torchvision
         torch.manual_seed(0)
         self.model = torchvision.models.resnet50().cuda()
@@ -162,7 +166,12 @@ class Step:
         self.forward = self.model
         if variant == "ddp":
             self.forward = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=[0])
-        elif variant.startswith("hvd"):
+            if compiled:  # torch's DDPOptimizer splits the graph at DDP's buckets
+                self.forward = torch.compile(self.forward)
+        elif compiled:  # split at buckets of the same size as DDP's default
+            self.forward = torch.compile(
+                self.model, backend=hvd.compile_backend(backend="inductor", bucket_cap_mb=25))
+        if variant.startswith("hvd"):
             hooks = variant == "hvd-hooks"
             previous = os.environ.get("HOROVOD_ELASTIC")
             if hooks:
@@ -255,6 +264,43 @@ def mode_train(a, out):
     dist.destroy_process_group()
 
 
+def mode_compiled(a, out):
+    """The compiled ResNet-50 (bf16): DDP on nccl against the per-gradient
+    hooks under hvd.compile_backend, both split at 25 MB buckets."""
+    torch.cuda.set_device(hvd.local_rank())
+    torch.backends.cudnn.benchmark = True
+    init_torch("nccl", 0, 1, shared_directory())
+    variants = ["ddp", "hvd-hooks"]
+    steps = {}
+    for variant in variants:
+        start = time.perf_counter()
+        steps[variant] = Step(variant, "bf16", a.batch_size, compiled=True)
+        for _ in range(a.warmup):
+            steps[variant]()
+        torch.cuda.synchronize()
+        print("# compiled %s: built and warmed up in %.0f s" % (variant, time.perf_counter() - start),
+              flush=True)
+    results = {v: [] for v in variants}
+    for r in range(a.rounds):
+        for variant in variants:
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(a.steps):
+                steps[variant]()
+            torch.cuda.synchronize()
+            results[variant].append(a.batch_size * a.steps / (time.perf_counter() - start))
+            print("  round %d compiled bf16 %-9s %8.1f img/s" % (r + 1, variant,
+                                                                 results[variant][-1]), flush=True)
+    med = {v: statistics.median(results[v]) for v in variants}
+    for v in variants:
+        xs = results[v]
+        print("  compiled bf16 %-9s %8.1f (%.1f-%.1f, spread %.1f%%)" % (
+            v, med[v], min(xs), max(xs), 100 * (max(xs) - min(xs)) / med[v]))
+    print("  compiled bf16 hvd-hooks/ddp %.3f" % (med["hvd-hooks"] / med["ddp"]))
+    report({"part": "compiled", "dtype": "bf16", "img_per_s": results}, out)
+    dist.destroy_process_group()
+
+
 def mode_staged(a, out):
     device = torch.device("cuda", 0)  # every rank on GPU 0
     torch.cuda.set_device(device)
@@ -292,7 +338,7 @@ def parse_sizes(text):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mode", choices=("allreduce", "train", "staged"), required=True)
+    p.add_argument("--mode", choices=("allreduce", "train", "compiled", "staged"), required=True)
     p.add_argument("--sizes", type=parse_sizes, default=None, help="bytes, comma-separated")
     p.add_argument("--iters", type=int, default=300, help="calls per timing at small sizes")
     p.add_argument("--rounds", type=int, default=3)
@@ -309,7 +355,8 @@ def main():
         a.sizes = SIZES if a.mode == "allreduce" else [4, MIB, 64 * MIB]
     hvd.init()
     out = open(a.json, "a") if a.json and hvd.rank() == 0 else open(os.devnull, "w")
-    {"allreduce": mode_allreduce, "train": mode_train, "staged": mode_staged}[a.mode](a, out)
+    {"allreduce": mode_allreduce, "train": mode_train, "compiled": mode_compiled,
+     "staged": mode_staged}[a.mode](a, out)
     hvd.shutdown()
 
 

@@ -3,6 +3,7 @@
 # (bench/README.md, "train_bench.py, gpu_bench.sh, compression_bench.sh, scale_bench.sh"):
 #
 #   bench/gpu_bench.sh [--build DIR] [--out DIR] [--quick] [--python PYTHON]
+#                      [--compiled] [--zero]
 #
 # On a machine with a CUDA GPU and a horovodcpp build with CUDA, NCCL, Gloo
 # and the Python bindings for PYTHON (PyTorch with CUDA, torchvision; e.g.
@@ -16,20 +17,28 @@
 # (bench/hooks_bench.py --device cuda). Results also go to
 # OUT/gpu_bench.jsonl, and the timelines of the hvd steps to OUT.
 # --quick: one round and fewer steps (a check that it runs, not figures).
+# --compiled: also the compiled ResNet-50 against compiled DDP (gpu_bench.py
+#   --mode compiled; compiling takes minutes). --zero: also ZeRO sharding on
+#   CUDA tensors at two ranks sharing GPU 0, staged (sharding_bench.sh with
+#   --device cuda: step and torch.cuda.max_memory_allocated per variant).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=$root/build
 out=""
 quick=""
+compiled=""
+zero=""
 python=python3
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
     --out) out=$2; shift 2 ;;
     --quick) quick=1; shift ;;
+    --compiled) compiled=1; shift ;;
+    --zero) zero=1; shift ;;
     --python) python=$2; shift 2 ;;
-    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 out=${out:-$(mktemp -d /tmp/gpu_bench.XXXXXX)}
@@ -60,4 +69,14 @@ fi
 HOROVODCPP_GPU_OPERATIONS=gloo CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} \
   "$hvdrun" -np 2 --gloo "$python" "$here/gpu_bench.py" --mode staged "${args[@]}"
 "$hvdrun" -np 1 --gloo "$python" "$here/hooks_bench.py" --device cuda ${quick:+--rounds 1 --steps 50}
+if [ -n "$compiled" ]; then
+  "$hvdrun" -np 1 --gloo "$python" "$here/gpu_bench.py" --mode compiled "${args[@]}" \
+    ${quick:+--warmup 3 --steps 5 --batch-size 16}
+fi
+if [ -n "$zero" ]; then
+  # torch's ZeroRedundancyOptimizer on the horovodcpp backend needs PyTorch 2.15.
+  HOROVODCPP_GPU_OPERATIONS=gloo CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} \
+    ROUNDS=$([ -n "$quick" ] && echo 1 || echo 2) ARGS="--device cuda" VARIANTS="distributed zero1 zero2 torch_zero_gloo" \
+    bash "$here/sharding_bench.sh" "$hvdrun" "$python" 2
+fi
 echo "gpu_bench: results in $out"

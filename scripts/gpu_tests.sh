@@ -38,6 +38,8 @@
 #   GPU, and the CPU Python suites at two ranks on that PyTorch.
 #   HVD_GPU_PYTHON picks another interpreter; HVD_GPU_SKIP_PYTHON=1 skips.
 #
+# - The flight recorder's dump on a forced NCCL timeout
+#   (test/gpu/nccl_timeout_flight_recorder.sh, one rank).
 # - The torch.distributed backend (test/python_torch_distributed/test_cuda.py)
 #   with CUDA tensors, on NCCL at one rank and staged at two, where this
 #   machine's PyTorch is new enough for it (else reported as not run).
@@ -331,6 +333,13 @@ else
   log "horovodcpp.torch CUDA tensors staged onto Gloo (2 ranks sharing GPU 0)"
   pytest_run python_cuda_staged_np2 2 HOROVODCPP_TEST_REQUIRE_GPU=1 HOROVODCPP_GPU_OPERATIONS=gloo \
     CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} -- "$ROOT/test/python/test_torch_cuda.py"
+  log "flight recorder dump on a forced NCCL timeout (1 rank)"
+  set +e
+  bounded env PYTHONPATH="$BUILD/python" bash "$ROOT/test/gpu/nccl_timeout_flight_recorder.sh" \
+    "$BUILD/runner/hvdrun" "$PY" "$RESULTS/nccl_timeout.log"
+  timeout_status=$?
+  set -e
+  judge nccl_timeout_flight_recorder "$timeout_status" "$RESULTS/nccl_timeout.log"
   # The torch.distributed backend needs a newer PyTorch than the Horovod API.
   if PYTHONPATH="$BUILD/python" "$PY" -c 'import sys; from horovodcpp.torch.distributed import backend
 sys.exit(backend.torch_version() < backend.MINIMUM_TORCH)' 2>/dev/null; then

@@ -20,9 +20,9 @@ from horovodcpp.torch.handles import synchronize
 from horovodcpp.torch.reducing_compressor import reduces_itself, start_reductions
 from horovodcpp.torch.sharded_optimizer import sharded_optimizer
 
-# The contexts of a gradient reduced by the core's direct call: nothing to
-# decompress, the result is the gradient itself.
-_DIRECT = object()
+# The contexts of a gradient reduced alone in place, uncompressed: nothing
+# to decompress, the result is the gradient itself.
+_IN_PLACE = object()
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -68,19 +68,18 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """Starts the allreduces of `units`; the single dense gradients among
         them in one call (each its own allreduce)."""
         if len(units) == 1 and len(units[0]) == 1 and self._compression is Compression.none:
-            # A hook's gradient, uncompressed: straight to the core (a
-            # training step runs this once per parameter, on the thread that
-            # queues the backward pass's work).
+            # A hook's gradient, uncompressed: to the core's direct call
+            # where it takes the tensor (a training step runs this once per
+            # parameter, on the thread that queues the backward pass's work).
             unit = units[0]
             grad = unit[0].grad
-            if grad is not None:
+            if grad is not None and not grad.is_sparse:
                 prescale, postscale = self._scale_factors()
-                handle = _core.allreduce_async_direct(
-                    grad, grad, self._parameter_names[unit[0]], self.op, prescale, postscale,
-                    core_set(self.process_set))
-                if handle is not NotImplemented:
-                    self._handles[unit] = (handle, _DIRECT)
-                    return
+                handle = core_ops._allreduce_async(grad, grad, self._parameter_names[unit[0]],
+                                                   self.op, prescale, postscale,
+                                                   core_set(self.process_set))
+                self._handles[unit] = (handle, _IN_PLACE)
+                return
         prescale, postscale = self._scale_factors()
         singles = []  # (unit, compressed gradient, compression contexts)
         for unit in units:
@@ -130,8 +129,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._submit([unit for unit in self._units if unit not in self._handles])
         try:
             for unit, (handle, ctxs) in self._handles.items():
-                if ctxs is _DIRECT:
-                    _core.synchronize_handle(handle)
+                if ctxs is _IN_PLACE:
+                    synchronize(handle)
                     continue
                 # sparse, or a compressor that reduces itself: a function
                 outputs = handle() if callable(handle) else synchronize(handle)
